@@ -1,0 +1,54 @@
+"""Default configuration: PPGN, L_simple, Community-small generated in-process.
+
+Every other config imports this one and overrides what differs. All keys are
+listed here, so a typo on the command line (``--config.train.lr=...``) is an
+error rather than a silently ignored setting.
+"""
+import ml_collections
+
+
+def get_config():
+    config = ml_collections.ConfigDict()
+
+    config.data = ml_collections.ConfigDict()
+    # A path (JSON graph list, directory of edge lists, GraphML, pickle with
+    # allow_pickle) or "builtin:NAME" for a generated dataset.
+    config.data.source = "builtin:community_small"
+    config.data.seed = 0            # seed of built-in generators
+    config.data.max_nodes = 0       # 0: the largest graph of the dataset
+    config.data.allow_pickle = False
+
+    config.model = ml_collections.ConfigDict()
+    config.model.name = "ppgn"      # "ppgn" or "edp"
+    config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
+    config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6))
+    config.model.edp = ml_collections.ConfigDict(
+        dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
+
+    config.diffusion = ml_collections.ConfigDict()
+    config.diffusion.num_timesteps = 32
+    config.diffusion.schedule = "linear"    # or "cosine"
+    config.diffusion.loss = "simple"        # "simple" (L_simple) or "vb" (L_vb)
+    config.diffusion.continuous_time = False  # L_simple on beta_bar ~ U(0, 1/2) (PPGN only)
+
+    config.train = ml_collections.ConfigDict()
+    config.train.seed = 0
+    config.train.batch_size = 64
+    config.train.num_epochs = 5000
+    config.train.lr = 1e-3
+    config.train.lr_decay_per_epoch = 0.999   # the paper's "weight decay 0.999"
+    config.train.b1 = 0.9
+    config.train.b2 = 0.999
+    config.train.grad_clip = 0.0              # 0: no clipping (the paper)
+    config.train.ema_decay = 0.0              # 0: no EMA (the paper)
+    config.train.checkpoint_every_epochs = 50
+    config.train.log_every_epochs = 10
+
+    config.sample = ml_collections.ConfigDict()
+    config.sample.algorithm = 0     # 0: by loss (vb -> Algorithm 1, simple -> Algorithm 2)
+    config.sample.num_steps = 0     # 0: all T levels; fewer strides over them
+    config.sample.batch_size = 1024
+    config.sample.num_samples = 1024
+    config.sample.seed = 0
+    config.sample.use_ema = False
+    return config

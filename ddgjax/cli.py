@@ -1,0 +1,45 @@
+"""Shared command-line plumbing: one-line errors and multi-host start-up."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ddgjax.graphs import GraphFormatError
+
+USER_ERRORS: tuple = (GraphFormatError, ValueError, FileNotFoundError, KeyError)
+
+
+def user_errors() -> tuple:
+    """Exception types that mean bad input, reported as one line and exit code 1."""
+    from ddgjax.checkpoints import CheckpointError
+    from ddgjax.sampling import SamplingError
+    from ddgjax.training import TrainingError
+
+    return USER_ERRORS + (TrainingError, SamplingError, CheckpointError)
+
+
+def fail(message: str, code: int = 1):
+    """Print ``error: message`` (one line) on stderr and exit (traceback with DDGJAX_DEBUG=1)."""
+    if os.environ.get("DDGJAX_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(code)
+
+
+def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
+                                 process_id: int = -1) -> None:
+    """Join a multi-host job when asked (flags) or when the environment sets one up.
+
+    With no flags, ``jax.distributed.initialize()`` is called only if a
+    cluster environment is detected (``JAX_COORDINATOR_ADDRESS``, SLURM, TPU
+    pods, ...); a plain single machine starts nothing.
+    """
+    import jax
+
+    if coordinator:
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                                   process_id=process_id)
+    elif os.environ.get("JAX_COORDINATOR_ADDRESS") or os.environ.get("SLURM_NTASKS", "1") != "1":
+        jax.distributed.initialize()

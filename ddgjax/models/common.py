@@ -1,0 +1,79 @@
+"""Pieces shared by the denoisers: input checks, masks, masked instance norm, output.
+
+Every denoiser maps a padded batch (``adj: [B, N, N]``, ``node_mask: [B, N]``,
+real nodes a prefix, see ``ddgjax.graphs``) to ``float32[B, N, N]`` logits of
+``p(A_0[i, j] = 1 | A_t)``. The logits are symmetric and exactly zero on the
+diagonal and on every pair that touches a padding node, so losses and samplers
+may read either triangle and never see padding.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ddgjax.graphs import edge_mask
+
+
+def node_counts(node_mask: jax.Array) -> jax.Array:
+    """``bool[B, N]`` -> ``float32[B]`` number of real nodes per graph."""
+    return node_mask.sum(-1).astype(jnp.float32)
+
+
+def square_mask(node_mask: jax.Array) -> jax.Array:
+    """``bool[B, N]`` -> ``bool[B, N, N]``: both ends real (diagonal included)."""
+    return node_mask[:, :, None] & node_mask[:, None, :]
+
+
+def masked_instance_norm(x: jax.Array, mask: jax.Array, eps: float = 1e-5) -> jax.Array:
+    """Instance norm per graph and channel over the masked entries, no affine.
+
+    Args:
+      x: ``[B, N, N, C]`` features (any float dtype).
+      mask: ``bool[B, N, N]``, True on the entries that count (the real n x n block).
+      eps: added to the variance.
+
+    Returns:
+      float32 ``[B, N, N, C]``: ``(x - mean) / sqrt(var + eps)`` on masked
+      entries, 0 elsewhere. Mean and biased variance are taken in float32 over
+      the masked entries only, so real entries do not depend on the padding. A
+      graph with no real entries gives zeros (its count is clamped to 1).
+    """
+    x = x.astype(jnp.float32)
+    m = mask[..., None].astype(jnp.float32)
+    count = jnp.maximum(m.sum(axis=(1, 2), keepdims=True), 1.0)
+    mean = (x * m).sum(axis=(1, 2), keepdims=True) / count
+    centred = (x - mean) * m
+    var = (centred * centred).sum(axis=(1, 2), keepdims=True) / count
+    return centred * jax.lax.rsqrt(var + eps)
+
+
+def symmetrize_and_mask(logits: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """``[B, N, N]`` -> float32 ``(L + L^T) / 2``, zero off the real off-diagonal pairs."""
+    logits = logits.astype(jnp.float32)
+    logits = 0.5 * (logits + jnp.swapaxes(logits, 1, 2))
+    return jnp.where(edge_mask(node_mask), logits, 0.0)
+
+
+def check_inputs(adj, node_mask, t_index, beta_bar):
+    """Shape-check and normalise the common denoiser inputs.
+
+    Returns ``(adj float32[B,N,N], node_mask bool[B,N], t_index int32[B],
+    beta_bar float32[B])``; a scalar ``t_index`` or ``beta_bar`` is broadcast to ``[B]``.
+    Raises ValueError on inconsistent shapes (at trace time).
+    """
+    adj = jnp.asarray(adj)
+    node_mask = jnp.asarray(node_mask)
+    if adj.ndim != 3 or adj.shape[1] != adj.shape[2]:
+        raise ValueError(f"adj must be [B, N, N], got shape {adj.shape}")
+    b, n = adj.shape[:2]
+    if node_mask.shape != (b, n):
+        raise ValueError(f"node_mask must be [B, N] = {(b, n)}, got shape {node_mask.shape}")
+    t_index = jnp.asarray(t_index)
+    beta_bar = jnp.asarray(beta_bar)
+    if t_index.ndim > 1 or (t_index.ndim == 1 and t_index.shape[0] != b):
+        raise ValueError(f"t_index must be [B] = ({b},) or a scalar, got shape {t_index.shape}")
+    if beta_bar.ndim > 1 or (beta_bar.ndim == 1 and beta_bar.shape[0] != b):
+        raise ValueError(f"beta_bar must be [B] = ({b},) or a scalar, got shape {beta_bar.shape}")
+    t_index = jnp.broadcast_to(t_index.astype(jnp.int32), (b,))
+    beta_bar = jnp.broadcast_to(beta_bar.astype(jnp.float32), (b,))
+    return adj.astype(jnp.float32), node_mask.astype(bool), t_index, beta_bar

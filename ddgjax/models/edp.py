@@ -1,0 +1,153 @@
+"""EDP-GNN denoiser (Niu et al. 2020, "Permutation Invariant Graph Generation via
+Score-Based Generative Modeling"), adapted to predict logits of ``A_0``.
+
+Shapes: ``E`` are ``[B, N, N, C]`` edge channels, ``x`` are ``[B, N, F]`` node
+features; ``n`` is a graph's real node count. The network (REFERENCE.md section 2):
+
+    E^0 = mask([A_t, 1 - A_t])                    # C = 2, real off-diagonal pairs only
+    x^0 = deg(A_t) / (n - 1)                      # F = 1, degree as a fraction of n - 1
+    EDP layer l = 1..num_layers:
+        GIN stack, s = 1..gin_steps:              # multi-channel GIN
+            agg_i = concat_c  sum_j E^{l-1}[i, j, c] * x_j / (n - 1)        # C * F
+            x     = mask_nodes(MLP_s(concat[x, agg]))                       # F = hidden
+        E^l = mask(sym(MLP_e(concat[E^{l-1}_ij, x_i + x_j, x_i * x_j])))    # C = channels
+    logits = mask(sym(MLP_out(concat[E^0, E^1, ..., E^L])))                 # one per pair
+
+* Every MLP layer is ``Dense -> h * alpha_t + gamma_t -> elu`` where ``alpha``
+  and ``gamma`` are learned per noise level (``num_levels = T + 1`` rows, one per
+  ``t = 0..T``, picked by ``t_index``; init ``alpha = 1``, ``gamma = 0``). The
+  last layer of the edge MLP and of the output MLP is conditioned but has no
+  activation (so channels and logits are signed and unbounded).
+* GIN: the node's own features enter by concatenation instead of GIN's
+  ``(1 + eps) x`` sum, and the neighbour sum is divided by ``n - 1`` (a per-graph
+  constant, so still injective on multisets for a given ``n``). This keeps
+  activations O(1) at high noise, where ``A_t`` is Erdos-Renyi(1/2) and raw sums
+  grow with ``n``. The node features are carried from one EDP layer to the next.
+* The edge MLP reads ``x_i + x_j`` and ``x_i * x_j``, both symmetric in ``(i, j)``,
+  so its output is symmetric whenever ``E`` is; ``sym`` (``(E + E^T) / 2``) makes
+  this exact even for a slightly asymmetric input. ``mask`` zeroes the diagonal
+  and every pair touching a padding node.
+
+Precision: Dense layers and the aggregation run in ``compute_dtype``; params are
+float32; the final Dense and the logits are float32.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from ddgjax.graphs import edge_mask
+from ddgjax.models.common import check_inputs, node_counts, symmetrize_and_mask
+
+
+class LevelCondition(nn.Module):
+    """``h -> h * alpha[t] + gamma[t]``, learned per noise level.
+
+    Parameters ``alpha`` (init 1) and ``gamma`` (init 0) are ``float32[num_levels, F]``.
+    ``h`` is ``[B, ..., F]``; ``t_index`` is ``int32[B]`` in ``0..num_levels-1``
+    (out-of-range indices are clamped by the gather; callers must not pass them).
+    """
+
+    num_levels: int
+    compute_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, h, t_index):
+        f = h.shape[-1]
+        alpha = self.param("alpha", nn.initializers.ones, (self.num_levels, f), jnp.float32)
+        gamma = self.param("gamma", nn.initializers.zeros, (self.num_levels, f), jnp.float32)
+        shape = (h.shape[0],) + (1,) * (h.ndim - 2) + (f,)
+        a = jnp.take(alpha, t_index, axis=0).reshape(shape).astype(h.dtype)
+        g = jnp.take(gamma, t_index, axis=0).reshape(shape).astype(h.dtype)
+        return h * a + g
+
+
+class CondMLP(nn.Module):
+    """MLP whose every layer is ``Dense -> LevelCondition -> elu``.
+
+    ``activate_last=False`` leaves the last layer without activation. With
+    ``float32_last=True`` the last Dense and its conditioning run in float32.
+    """
+
+    widths: Sequence[int]
+    num_levels: int
+    activate_last: bool = True
+    float32_last: bool = False
+    compute_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, h, t_index):
+        for k, w in enumerate(self.widths):
+            last = k == len(self.widths) - 1
+            dtype = jnp.float32 if (last and self.float32_last) else self.compute_dtype
+            h = nn.Dense(w, dtype=dtype, param_dtype=jnp.float32, name=f"dense_{k}")(h)
+            h = LevelCondition(self.num_levels, dtype, name=f"cond_{k}")(h, t_index)
+            if not last or self.activate_last:
+                h = nn.elu(h)
+        return h
+
+
+class EDPGNN(nn.Module):
+    """EDP-GNN denoiser: ``(adj, node_mask, t_index, beta_bar) -> logits``.
+
+    Attributes:
+      num_levels: number of noise levels, ``T + 1`` (levels ``t = 0..T``).
+      num_layers: EDP layers (paper: 5).
+      gin_steps: message-passing steps per GIN stack (paper: 4).
+      channels: edge channels produced by each EDP layer (paper: at most 4).
+      hidden: node feature size and MLP width (paper: at most 16).
+      compute_dtype: dtype of Dense layers and aggregation; params and logits float32.
+
+    Call args: as ``PPGN``; ``t_index`` (``int32[B]`` in ``0..num_levels-1``) selects
+    the conditioning, ``beta_bar`` is unused.
+
+    Returns:
+      ``float32[B, N, N]`` logits, symmetric, zero on the diagonal and on padding.
+    """
+
+    num_levels: int
+    num_layers: int = 5
+    gin_steps: int = 4
+    channels: int = 4
+    hidden: int = 16
+    compute_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, adj, node_mask, t_index, beta_bar):
+        adj, node_mask, t_index, beta_bar = check_inputs(adj, node_mask, t_index, beta_bar)
+        del beta_bar
+        cdt = self.compute_dtype
+        bsz, n_max = adj.shape[:2]
+        pair = edge_mask(node_mask)[..., None].astype(jnp.float32)      # [B,N,N,1]
+        nodes = node_mask[..., None].astype(jnp.float32)                # [B,N,1]
+        inv_nm1 = 1.0 / jnp.maximum(node_counts(node_mask) - 1.0, 1.0)  # [B]
+
+        e = jnp.stack([adj, 1.0 - adj], axis=-1) * pair                 # [B,N,N,2]
+        x = (adj * pair[..., 0]).sum(-1, keepdims=True) * inv_nm1[:, None, None]
+        all_e = [e]
+        for l in range(self.num_layers):
+            e_c = e.astype(cdt)
+            scale = inv_nm1.astype(cdt)[:, None, None, None]
+            for s in range(self.gin_steps):
+                xc = x.astype(cdt)
+                agg = jnp.einsum("bijc,bjf->bicf", e_c, xc) * scale       # [B,N,C,F]
+                h = jnp.concatenate([xc, agg.reshape(bsz, n_max, -1)], axis=-1)
+                x = CondMLP((self.hidden, self.hidden), self.num_levels, compute_dtype=cdt,
+                            name=f"layer_{l}_gin_{s}")(h, t_index)
+                x = x * nodes.astype(x.dtype)
+            xi, xj = x[:, :, None, :], x[:, None, :, :]
+            h = jnp.concatenate(
+                [e_c, jnp.broadcast_to(xi + xj, (bsz, n_max, n_max, x.shape[-1])), xi * xj],
+                axis=-1)
+            e = CondMLP((self.hidden, self.channels), self.num_levels, activate_last=False,
+                        compute_dtype=cdt, name=f"layer_{l}_edge")(h, t_index)
+            e = 0.5 * (e + jnp.swapaxes(e, 1, 2)).astype(jnp.float32) * pair
+            all_e.append(e)
+        h = jnp.concatenate([a.astype(cdt) for a in all_e], axis=-1)    # [B,N,N,2+L*C]
+        logits = CondMLP((self.hidden, self.hidden, 1), self.num_levels, activate_last=False,
+                         float32_last=True, compute_dtype=cdt, name="out")(h, t_index)[..., 0]
+        assert logits.shape == (bsz, n_max, n_max)
+        return symmetrize_and_mask(logits, node_mask)
