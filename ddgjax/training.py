@@ -153,8 +153,12 @@ def make_train_chunk(model, tx, schedule: NoiseSchedule, loss_type: str, mesh: M
 
         return jax.lax.scan(one_step, state, batch_idx)
 
-    sharded = jax.shard_map(per_device, mesh=mesh,
-                            in_specs=(P(), P(), P(), P(None, AXIS)), out_specs=(P(), P()))
+    # check_vma=False gives the classic pmap semantics: the gradient of the
+    # replicated parameters is each device's local gradient, and we sum it over
+    # the axis ourselves. (With check_vma=True, JAX would already insert that
+    # psum in the transpose, and ours would count it n_dev times.)
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(), P(None, AXIS)),
+                            out_specs=(P(), P()), check_vma=False)
     del n_dev
     return jax.jit(sharded)
 

@@ -1,0 +1,1 @@
+"""Evaluation metrics: graph statistics, MMDs under two protocols, validity, V.U.N."""
