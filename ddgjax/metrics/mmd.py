@@ -144,30 +144,41 @@ def _kernel_block(x, y, kind: str, sigma, bin_width):
     return jnp.exp(-sq / (2.0 * sigma * sigma))
 
 
+def _bucket(k: int, minimum: int = 8) -> int:
+    return max(minimum, 1 << max(0, k - 1).bit_length())
+
+
 def kernel_matrix(x, y, kind: str, sigma: float, bin_width: float = 1.0) -> np.ndarray:
     """Kernel matrix ``float64[len(x), len(y)]`` between feature rows (see module doc).
 
     For ``kind="emd"`` the rows must already be cumulative sums of the histograms.
+    Rows, columns and features are zero-padded to a few bucketed shapes (so jit
+    compiles rarely); padded features are zero on both sides and add nothing, padded
+    rows and columns are cut off.
     """
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
     if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
         raise ValueError(f"feature shapes {x.shape} and {y.shape} do not match")
+    n, m, f = len(x), len(y), x.shape[1]
+    if n == 0 or m == 0:
+        return np.zeros((n, m))
     dtype = jnp.result_type(float)
-    centre = np.concatenate([x, y]).mean(0) if len(x) + len(y) else 0.0
-    xd = jnp.asarray(x - centre, dtype)
-    yd = jnp.asarray(y - centre, dtype)
-    rows = max(1, _BLOCK_BUDGET // max(1, len(y) * max(1, x.shape[1])))
-    rows = min(1 << (rows.bit_length() - 1), 1 << max(0, (len(x) - 1).bit_length()))
-    out = []
-    for s in range(0, len(x), rows):
-        blk = xd[s:s + rows]
-        k = blk.shape[0]
-        if k < rows:
-            blk = jnp.concatenate([blk, jnp.zeros((rows - k, blk.shape[1]), dtype)])
-        out.append(np.asarray(_kernel_block(blk, yd, kind, sigma, bin_width),
-                              np.float64)[:k])
-    return np.concatenate(out) if out else np.zeros((0, len(y)))
+    # Centring changes no distance and lets float32 keep differences of large values.
+    centre = np.concatenate([x, y]).mean(0)
+    fb = -(-f // 32) * 32
+    cols = _bucket(m)
+    yd = np.zeros((cols, fb))
+    yd[:m, :f] = y - centre
+    yd = jnp.asarray(yd, dtype)
+    rows = max(8, _BLOCK_BUDGET // (cols * fb))
+    rows = min(1 << (rows.bit_length() - 1), _bucket(n))
+    xp = np.zeros((-(-n // rows) * rows, fb))
+    xp[:n, :f] = x - centre
+    out = [np.asarray(_kernel_block(jnp.asarray(xp[s:s + rows], dtype), yd, kind, sigma,
+                                    bin_width), np.float64)
+           for s in range(0, len(xp), rows)]
+    return np.concatenate(out)[:n, :m]
 
 
 def mmd2_from_kernels(kxx, kyy, kxy) -> float:

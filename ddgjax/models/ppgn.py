@@ -43,12 +43,40 @@ def leaky_relu(x):
     return nn.leaky_relu(x, negative_slope=0.01)
 
 
-def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Per-channel matrix product over the node axis: ``out[..., c] = a[..., c] @ b[..., c]``.
+_LAYOUT = "bijc"  # experiment switch: "bijc" (channels last) or "cbij" (channels first for P)
 
-    ``a``, ``b``: ``[B, N, N, C]`` -> ``[B, N, N, C]`` in their (common) dtype.
+
+class Linear(nn.Module):
+    """Dense layer over the channel axis of one or several inputs.
+
+    ``Linear(f)(x_1, ..., x_k)`` equals ``nn.Dense(f)(concat([x_1, ..., x_k], -1))`` (one
+    kernel ``[sum c_i, f]``, lecun-normal init over the full fan-in, zero bias), but never
+    materialises the concatenation: it sums the k partial products. ``specs`` gives each
+    input's einsum layout (channel letter ``c``) and ``out`` the output's (letter ``d``).
     """
-    return jnp.einsum("bikc,bkjc->bijc", a, b)
+
+    features: int
+    compute_dtype: Any = jnp.float32
+    specs: tuple = ("bijc",)
+    out: str = "bijd"
+
+    @nn.compact
+    def __call__(self, *xs):
+        specs = self.specs if len(self.specs) == len(xs) else self.specs * len(xs)
+        widths = [x.shape[s.index("c")] for x, s in zip(xs, specs)]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(),
+                            (sum(widths), self.features), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
+        kernel = kernel.astype(self.compute_dtype)
+        y, row = None, 0
+        for x, s, w in zip(xs, specs, widths):
+            part = jnp.einsum(f"{s},cd->{self.out}", x.astype(self.compute_dtype),
+                              kernel[row:row + w])
+            y = part if y is None else y + part
+            row += w
+        shape = [1] * y.ndim
+        shape[self.out.index("d")] = self.features
+        return y + bias.astype(self.compute_dtype).reshape(shape)
 
 
 class PairMLP(nn.Module):
@@ -56,16 +84,22 @@ class PairMLP(nn.Module):
 
     features: int
     compute_dtype: Any = jnp.float32
+    out: str = "bijd"
 
     @nn.compact
     def __call__(self, x):
-        x = nn.Dense(self.features, dtype=self.compute_dtype, param_dtype=jnp.float32)(x)
+        x = Linear(self.features, self.compute_dtype, name="dense_0")(x)
         x = leaky_relu(x)
-        return nn.Dense(self.features, dtype=self.compute_dtype, param_dtype=jnp.float32)(x)
+        return Linear(self.features, self.compute_dtype, out=self.out, name="dense_1")(x)
+
+
+def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Per-channel matrix product over the node axis: ``out[..., c] = a[..., c] @ b[..., c]``."""
+    return jnp.einsum("bikc,bkjc->bijc", a, b)
 
 
 class PPGNBlock(nn.Module):
-    """One PPGN block on masked ``[B, N, N, h]`` features; returns float32, masked."""
+    """One PPGN block on ``[B, N, N, h]`` features; returns masked features in compute dtype."""
 
     hidden: int
     compute_dtype: Any = jnp.float32
@@ -73,14 +107,22 @@ class PPGNBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n):
-        # mask_sq: [B, N, N, 1] in compute dtype; inv_sqrt_n: [B, 1, 1, 1].
-        m1 = PairMLP(self.hidden, self.compute_dtype, name="m1")(x) * mask_sq
-        m2 = PairMLP(self.hidden, self.compute_dtype, name="m2")(x) * mask_sq
-        prod = channel_matmul(m1, m2) * inv_sqrt_n.astype(m1.dtype)
-        y = jnp.concatenate([x.astype(self.compute_dtype), prod], axis=-1)
-        y = nn.Dense(self.hidden, dtype=self.compute_dtype, param_dtype=jnp.float32,
-                     name="mix")(y)
-        return masked_instance_norm(y, mask_sq[..., 0] > 0, self.eps)
+        # mask_sq: bool [B, N, N]; inv_sqrt_n: float32 [B].
+        cdt = self.compute_dtype
+        if _LAYOUT == "bijc":
+            m1 = PairMLP(self.hidden, cdt, name="m1")(x) * mask_sq[..., None].astype(cdt)
+            m2 = PairMLP(self.hidden, cdt, name="m2")(x)
+            prod = jnp.einsum("bikc,bkjc->bijc", m1, m2) * inv_sqrt_n.astype(cdt)[:, None, None, None]
+            spec = "bijc"
+        else:
+            m1 = PairMLP(self.hidden, cdt, out="dbij", name="m1")(x) * mask_sq[None].astype(cdt)
+            m2 = PairMLP(self.hidden, cdt, out="dbij", name="m2")(x)
+            prod = jnp.einsum("cbik,cbkj->cbij", m1, m2) * inv_sqrt_n.astype(cdt)[None, :, None, None]
+            spec = "cbij"
+        # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
+        # entry (so the sum over k sees real k only) and the norm below masks the rest.
+        y = Linear(self.hidden, cdt, specs=("bijc", spec), name="mix")(x, prod)
+        return masked_instance_norm(y, mask_sq, self.eps).astype(cdt)
 
 
 class PPGN(nn.Module):
@@ -113,27 +155,21 @@ class PPGN(nn.Module):
         adj, node_mask, t_index, beta_bar = check_inputs(adj, node_mask, t_index, beta_bar)
         del t_index
         bsz, n_max = adj.shape[:2]
-        sq = square_mask(node_mask)                                   # [B, N, N]
-        mask_f = sq[..., None].astype(jnp.float32)                     # [B, N, N, 1]
-        mask_c = mask_f.astype(self.compute_dtype)
-        n = node_counts(node_mask)
-        inv_sqrt_n = jax.lax.rsqrt(jnp.maximum(n, 1.0))[:, None, None, None]
+        sq = square_mask(node_mask)                                    # [B, N, N]
+        inv_sqrt_n = jax.lax.rsqrt(jnp.maximum(node_counts(node_mask), 1.0))  # [B]
 
         eye = jnp.eye(n_max, dtype=jnp.float32)[None]
-        x0 = jnp.stack([adj, beta_bar[:, None, None] * eye], axis=-1) * mask_f  # [B,N,N,2]
-        x = nn.Dense(self.hidden, dtype=self.compute_dtype, param_dtype=jnp.float32,
-                     name="embed")(x0) * mask_c
-        outs = [x0.astype(self.compute_dtype)]
+        x0 = jnp.stack([adj, beta_bar[:, None, None] * eye], axis=-1)
+        x0 = x0 * sq[..., None]                                       # [B, N, N, 2]
+        # Padding entries of x need no mask: every block masks m1 and its norm output.
+        x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
+        outs = [x0]
         for k in range(self.num_blocks):
-            x = PPGNBlock(self.hidden, self.compute_dtype, name=f"block_{k}")(
-                x, mask_c, inv_sqrt_n)
-            outs.append(x.astype(self.compute_dtype))
-        z = jnp.concatenate(outs, axis=-1)                             # [B,N,N,2+d*h]
-        z = nn.Dense(self.hidden, dtype=self.compute_dtype, param_dtype=jnp.float32,
-                     name="readout")(z)
-        z = z + leaky_relu(nn.Dense(self.hidden, dtype=self.compute_dtype,
-                                    param_dtype=jnp.float32, name="residual")(z))
-        logits = nn.Dense(1, dtype=jnp.float32, param_dtype=jnp.float32, name="out")(
-            z.astype(jnp.float32))[..., 0]
+            x = PPGNBlock(self.hidden, self.compute_dtype, name=f"block_{k}")(x, sq, inv_sqrt_n)
+            outs.append(x)
+        # Dense(2 + d*h -> h) on the concatenation of input and block outputs.
+        z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
+        z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
+        logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
         return symmetrize_and_mask(logits, node_mask)

@@ -1,0 +1,54 @@
+"""Time per epoch of the paper configs: a short run of each, then sampling speed.
+
+    python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from ddgjax import training  # noqa: E402
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("cfg", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("configs", nargs="+")
+    ap.add_argument("--epochs", type=int, default=200)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    rows = []
+    for path in args.configs:
+        cfg = load(path)
+        cfg.train.num_epochs = args.epochs
+        cfg.train.checkpoint_every_epochs = args.epochs // 2
+        wd = tempfile.mkdtemp()
+        t0 = time.time()
+        s = training.train_and_evaluate(cfg, wd, verbose=False)
+        # the first chunk includes compilation; the second is steady state
+        steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs // 2)
+        rows.append({"config": path, "epochs": args.epochs, "total_s": time.time() - t0,
+                     "first_call_s": s["first_call_seconds"], "s_per_epoch": steady,
+                     "steps_per_epoch": s["steps_per_epoch"],
+                     "ms_per_step": 1e3 * steady / s["steps_per_epoch"]})
+        print(rows[-1], flush=True)
+        shutil.rmtree(wd)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""Validity (planar, SBM), uniqueness, novelty and V.U.N. of generated graphs.
+
+Definitions (REFERENCE.md section 4, SPECTRE/DiGress conventions):
+
+* planar-valid: connected and planar (a graph with no nodes is not valid);
+* SBM-valid: a stochastic block model fitted to the graph has 2-5 blocks of 20-40
+  nodes each, and the mean over all ``B x B`` block pairs of the Wald-test p-values
+  for ``p_intra = 0.3`` (diagonal) and ``p_inter = 0.005`` (off-diagonal) exceeds 0.9;
+* unique: not isomorphic to an *earlier* generated graph (the first of each
+  isomorphism class counts as unique);
+* novel: not isomorphic to any training graph;
+* V.U.N.: the fraction of generated graphs that are valid, unique and novel at once.
+
+SBM fit (graph-tool is used when ``import graph_tool`` works, as the original does:
+``minimize_blockmodel_dl`` then zero-temperature merge-split sweeps; otherwise our own):
+
+1. Candidates: for every ``k`` in ``1..k_max`` a spectral partition (the top ``k``
+   eigenvectors of ``D^-1/2 A D^-1/2``, rows normalised, k-means with k-means++ seeds
+   and a few restarts), then greedy single-node moves that lower the description length
+   below (a node moves to the block that lowers it most; sweeps until no move helps);
+   then greedy merges of block pairs while a merge lowers it, each followed by moves.
+2. The partition with the smallest description length wins. The description length is
+   that of the microcanonical non-degree-corrected SBM of Peixoto (Phys. Rev. E 95,
+   012317, 2017) for simple graphs, in nats::
+
+       sum_{r<s} ln C(n_r n_s, e_rs) + sum_r ln C(n_r (n_r-1)/2, e_rr)   (edges | blocks)
+       + ln C(B(B+1)/2 + E - 1, E)                                        (edge counts)
+       + ln N! - sum_r ln n_r! + ln C(N-1, B-1) + ln N                    (partition)
+
+   (graph-tool's default is the degree-corrected variant; on block-model graphs with
+   Erdos-Renyi blocks both recover the planted blocks, and the pass rate on the
+   training graphs of ``spectre_sbm`` matches the original's 86%: see
+   ``docs/evaluation.md``).
+3. The Wald test then uses the block sizes ``n_r`` and edge counts exactly as the
+   original: ``p_rr = 2 e_rr / (n_r (n_r - 1) + 1e-6)``,
+   ``p_rs = e_rs / (n_r n_s + 1e-6)``, ``W = (p - p0)^2 / (p (1 - p) + 1e-6)``,
+   p-value ``1 - chi2_1.cdf(W)``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence
+
+import networkx as nx
+import numpy as np
+from scipy import stats as sstats
+from scipy.cluster.vq import kmeans2
+from scipy.special import gammaln
+
+SBM_P_INTRA = 0.3
+SBM_P_INTER = 0.005
+VALIDITY_KINDS = ("planar", "sbm")
+
+
+# ----------------------------------------------------------------------------
+# Planar
+
+
+def is_planar_valid(g: nx.Graph) -> bool:
+    """Connected and planar (SPECTRE's planar validity). Empty graphs are not valid."""
+    return g.number_of_nodes() > 0 and nx.is_connected(g) and nx.check_planarity(g)[0]
+
+
+# ----------------------------------------------------------------------------
+# SBM fit
+
+
+def _lnbinom(a, b):
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+
+
+def sbm_description_length(adj: np.ndarray, blocks: np.ndarray) -> float:
+    """Description length (nats) of a simple graph under a non-degree-corrected SBM.
+
+    Args:
+      adj: ``[n, n]`` 0/1 symmetric adjacency, zero diagonal.
+      blocks: ``int[n]`` block labels (any integers).
+    """
+    _, b = np.unique(blocks, return_inverse=True)
+    k = int(b.max()) + 1 if len(b) else 0
+    onehot = np.eye(k)[b]
+    sizes = onehot.sum(0)
+    e = onehot.T @ adj @ onehot                       # e_rs (r != s), 2 e_rr on diagonal
+    return float(_dl_from_counts(sizes, e, adj.shape[0], adj.sum() / 2))
+
+
+def _dl_from_counts(sizes, e, n, m):
+    """Description length for block sizes ``[..., k]`` and edge counts ``[..., k, k]``.
+
+    Leading axes are batch axes (candidate moves are scored all at once). Empty blocks
+    contribute nothing, and ``B`` counts the non-empty ones.
+    """
+    sizes = np.asarray(sizes, np.float64)
+    e = np.asarray(e, np.float64)
+    k = sizes.shape[-1]
+    iu = np.triu_indices(k, 1)
+    pairs = (sizes[..., :, None] * sizes[..., None, :])[..., iu[0], iu[1]]
+    dl = _lnbinom(pairs, e[..., iu[0], iu[1]]).sum(-1)
+    diag = np.diagonal(e, axis1=-2, axis2=-1)
+    dl = dl + _lnbinom(sizes * (sizes - 1) / 2, diag / 2).sum(-1)
+    nb = (sizes > 0).sum(-1)
+    if m > 0:
+        dl = dl + _lnbinom(nb * (nb + 1) / 2 + m - 1, m)
+    dl = dl + gammaln(n + 1) - gammaln(sizes + 1).sum(-1) + _lnbinom(n - 1, nb - 1)
+    return dl + math.log(max(n, 1))
+
+
+def _refine(adj: np.ndarray, b: np.ndarray, rng: np.random.Generator,
+            max_sweeps: int = 20) -> np.ndarray:
+    """Greedy zero-temperature single-node moves on the description length.
+
+    Keeps block sizes ``n_r`` and edge counts ``e = O^T A O`` (``O`` the one-hot block
+    matrix); moving node ``i`` from ``r`` to ``s`` changes them by
+    ``e' = e + delta k_i^T + k_i delta^T`` with ``delta = 1_s - 1_r`` and ``k_i`` the
+    node's neighbour counts per block, so all ``k`` targets are scored at once.
+    """
+    n = adj.shape[0]
+    m = adj.sum() / 2
+    k = int(b.max()) + 1
+    b = b.copy()
+    onehot = np.eye(k)[b]
+    sizes = onehot.sum(0)
+    nbr = adj @ onehot                                  # [n, k]
+    e = onehot.T @ nbr                                  # [k, k]
+    current = float(_dl_from_counts(sizes, e, n, m))
+    eye = np.eye(k)
+    for _ in range(max_sweeps):
+        moved = False
+        for i in rng.permutation(n):
+            r = b[i]
+            kv = nbr[i]
+            delta = eye - eye[r]                        # [k(target), k]
+            sz = sizes[None, :] + delta
+            ee = (e[None] + delta[:, :, None] * kv[None, None, :]
+                  + kv[None, :, None] * delta[:, None, :])
+            dls = _dl_from_counts(sz, ee, n, m)
+            dls[r] = current
+            s = int(np.argmin(dls))
+            if s != r and dls[s] < current - 1e-9:
+                sizes, e, current = sz[s], ee[s], float(dls[s])
+                nbr[:, r] -= adj[:, i]
+                nbr[:, s] += adj[:, i]
+                b[i] = s
+                moved = True
+        if not moved:
+            break
+    _, b = np.unique(b, return_inverse=True)
+    return b
+
+
+def _merge_pass(adj: np.ndarray, b: np.ndarray, rng) -> np.ndarray:
+    """Merge block pairs greedily while a merge (followed by moves) lowers the DL."""
+    best = sbm_description_length(adj, b)
+    while b.max() >= 1:
+        k = int(b.max()) + 1
+        cands = []
+        for r in range(k):
+            for s in range(r + 1, k):
+                bb = np.where(b == s, r, b)
+                _, bb = np.unique(bb, return_inverse=True)
+                cands.append((sbm_description_length(adj, bb), bb))
+        dl, bb = min(cands, key=lambda t: t[0])
+        bb = _refine(adj, bb, rng)
+        dl = sbm_description_length(adj, bb)
+        if dl < best - 1e-9:
+            best, b = dl, bb
+        else:
+            break
+    return b
+
+
+def _spectral_partition(vecs: np.ndarray, k: int, rng, restarts: int = 4) -> np.ndarray:
+    if k == 1:
+        return np.zeros(len(vecs), np.int64)
+    x = vecs[:, -k:]
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    best, best_inertia = None, np.inf
+    for _ in range(restarts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cent, lab = kmeans2(x, k, minit="++", seed=rng)
+        inertia = ((x - cent[lab]) ** 2).sum()
+        if inertia < best_inertia:
+            best, best_inertia = lab, inertia
+    _, lab = np.unique(best, return_inverse=True)
+    return lab
+
+
+def fit_sbm(g: nx.Graph, k_max: int = 8, seed: int = 0) -> np.ndarray:
+    """Block labels ``int[n]`` (0..B-1) of a stochastic block model fitted to ``g``.
+
+    Without graph-tool: spectral candidates for ``k = 1..k_max``, greedy moves and
+    merges on the description length, smallest description length wins (module
+    docstring). Deterministic for a given ``seed``.
+    """
+    n = g.number_of_nodes()
+    if n == 0:
+        return np.zeros(0, np.int64)
+    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes), dtype=np.float64)
+    np.fill_diagonal(adj, 0.0)
+    rng = np.random.default_rng(seed)
+    deg = adj.sum(1)
+    inv = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-12)), 0.0)
+    _, vecs = np.linalg.eigh(adj * inv[:, None] * inv[None, :])
+    best_b, best_dl = None, np.inf
+    for k in range(1, min(k_max, n) + 1):
+        b = _refine(adj, _spectral_partition(vecs, k, rng), rng)
+        if b.max() >= 1:
+            b = _merge_pass(adj, b, rng)
+        dl = sbm_description_length(adj, b)
+        if dl < best_dl - 1e-9:
+            best_b, best_dl = b, dl
+    return best_b
+
+
+def _graph_tool_blocks(g: nx.Graph, refinement_steps: int = 1000):  # pragma: no cover
+    """graph-tool's fit, as SPECTRE's code calls it (only when graph_tool imports)."""
+    import graph_tool.all as gt
+
+    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes))
+    gg = gt.Graph()
+    gg.add_vertex(adj.shape[0])
+    gg.add_edge_list(np.transpose(adj.nonzero()))
+    state = gt.minimize_blockmodel_dl(gg)
+    for _ in range(refinement_steps):
+        state.multiflip_mcmc_sweep(beta=np.inf, niter=10)
+    b = np.asarray(gt.contiguous_map(state.get_blocks()).a)
+    _, b = np.unique(b, return_inverse=True)
+    return b
+
+
+def _have_graph_tool() -> bool:
+    try:
+        import graph_tool  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sbm_block_counts(g: nx.Graph, blocks: np.ndarray):
+    """Block sizes ``n_r`` and the edge-count matrix (``2 e_rr`` on the diagonal)."""
+    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes), dtype=np.float64)
+    np.fill_diagonal(adj, 0.0)
+    _, b = np.unique(blocks, return_inverse=True)
+    onehot = np.eye(int(b.max()) + 1)[b]
+    return onehot.sum(0), onehot.T @ adj @ onehot
+
+
+def sbm_wald_pvalue(sizes, e, p_intra: float = SBM_P_INTRA,
+                    p_inter: float = SBM_P_INTER) -> float:
+    """Mean Wald-test p-value over all ``B x B`` block pairs (SPECTRE's statistic)."""
+    sizes = np.asarray(sizes, np.float64)
+    e = np.asarray(e, np.float64)
+    est_intra = np.diag(e) / (sizes * (sizes - 1) + 1e-6)
+    est_inter = e / (np.outer(sizes, sizes) + 1e-6)
+    w_intra = (est_intra - p_intra) ** 2 / (est_intra * (1 - est_intra) + 1e-6)
+    w = (est_inter - p_inter) ** 2 / (est_inter * (1 - est_inter) + 1e-6)
+    np.fill_diagonal(w, w_intra)
+    p = 1.0 - sstats.chi2.cdf(np.abs(w), 1)
+    return float(p.mean())
+
+
+def is_sbm_valid(g: nx.Graph, p_intra: float = SBM_P_INTRA, p_inter: float = SBM_P_INTER,
+                 seed: int = 0, use_graph_tool: bool | None = None) -> bool:
+    """SBM validity: 2-5 blocks of 20-40 nodes and mean Wald p-value > 0.9."""
+    if g.number_of_nodes() == 0 or g.number_of_edges() == 0:
+        return False
+    if use_graph_tool is None:
+        use_graph_tool = _have_graph_tool()
+    blocks = _graph_tool_blocks(g) if use_graph_tool else fit_sbm(g, seed=seed)
+    sizes, e = sbm_block_counts(g, blocks)
+    if len(sizes) < 2 or len(sizes) > 5 or sizes.min() < 20 or sizes.max() > 40:
+        return False
+    return sbm_wald_pvalue(sizes, e, p_intra, p_inter) > 0.9
+
+
+VALIDITY_FUNCTIONS = {"planar": is_planar_valid, "sbm": is_sbm_valid}
+
+
+# ----------------------------------------------------------------------------
+# Uniqueness, novelty, V.U.N.
+
+
+def _wl_hash(g: nx.Graph) -> str:
+    return nx.weisfeiler_lehman_graph_hash(g, iterations=3)
+
+
+def _bucket_key(g: nx.Graph):
+    return (g.number_of_nodes(), g.number_of_edges(), _wl_hash(g))
+
+
+def first_occurrence_mask(graphs: Sequence[nx.Graph]) -> np.ndarray:
+    """``bool[len]``: True where a graph is not isomorphic to any earlier one.
+
+    Graphs are bucketed by (nodes, edges, Weisfeiler-Lehman hash), which isomorphic
+    graphs share, and ``nx.is_isomorphic`` decides within a bucket.
+    """
+    buckets: dict = {}
+    out = np.zeros(len(graphs), bool)
+    for i, g in enumerate(graphs):
+        kept = buckets.setdefault(_bucket_key(g), [])
+        if not any(nx.is_isomorphic(g, h) for h in kept):
+            kept.append(g)
+            out[i] = True
+    return out
+
+
+def novel_mask(graphs: Sequence[nx.Graph], train: Sequence[nx.Graph]) -> np.ndarray:
+    """``bool[len]``: True where a graph is isomorphic to no training graph."""
+    buckets: dict = {}
+    for h in train:
+        buckets.setdefault(_bucket_key(h), []).append(h)
+    return np.array([not any(nx.is_isomorphic(g, h) for h in buckets.get(_bucket_key(g), []))
+                     for g in graphs], dtype=bool)
+
+
+def validity_mask(graphs: Sequence[nx.Graph], kind: str) -> np.ndarray:
+    """``bool[len]`` validity under ``kind`` in {"planar", "sbm"}."""
+    if kind not in VALIDITY_FUNCTIONS:
+        raise ValueError(f"unknown validity {kind!r}; choose one of {list(VALIDITY_FUNCTIONS)}")
+    fn = VALIDITY_FUNCTIONS[kind]
+    return np.array([bool(fn(g)) for g in graphs], dtype=bool)
+
+
+def vun_metrics(generated: Sequence[nx.Graph], train: Sequence[nx.Graph],
+                validity: str) -> dict:
+    """``{"valid", "unique", "novel", "vun"}`` as fractions of all generated graphs.
+
+    ``unique`` = first occurrences of isomorphism classes / all; ``novel`` = not
+    isomorphic to a training graph / all; ``vun`` = valid and first occurrence and
+    novel / all.
+    """
+    generated = list(generated)
+    if not generated:
+        raise ValueError("the generated graph list is empty")
+    valid = validity_mask(generated, validity)
+    unique = first_occurrence_mask(generated)
+    novel = novel_mask(generated, train)
+    return {"valid": float(valid.mean()), "unique": float(unique.mean()),
+            "novel": float(novel.mean()), "vun": float((valid & unique & novel).mean())}
