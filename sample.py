@@ -98,4 +98,6 @@ def run_sampling():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    from ddgjax.cli import parse_flags
+
+    app.run(main, flags_parser=parse_flags)

@@ -26,10 +26,16 @@ def get_config():
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
 
     config.diffusion = ml_collections.ConfigDict()
+    config.diffusion.kind = "discrete"      # or "gaussian" (the score-model baseline)
     config.diffusion.num_timesteps = 32
     config.diffusion.schedule = "linear"    # or "cosine"
     config.diffusion.loss = "simple"        # "simple" (L_simple) or "vb" (L_vb)
     config.diffusion.continuous_time = False  # L_simple on beta_bar ~ U(0, 1/2) (PPGN only)
+    # The Gaussian baseline's own keys (used only with kind="gaussian"; see docs/gaussian.md):
+    # its alpha_bar schedule ("cosine" for any T, or DDPM's "linear", T >= 21), the sampler's
+    # eta (1: ancestral DDPM steps, 0: deterministic DDIM) and clipping of the x0 estimate.
+    config.diffusion.gaussian = ml_collections.ConfigDict(
+        dict(schedule="cosine", eta=1.0, clip_x0=True))
 
     config.train = ml_collections.ConfigDict()
     config.train.seed = 0

@@ -40,6 +40,11 @@ def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
     """Save ``state`` (a pytree of arrays) and ``meta`` as checkpoint ``kind`` at ``step``."""
     state = jax.tree_util.tree_map(np.asarray, jax.device_get(state))
     with _manager(workdir, kind) as mngr:
+        if int(step) in mngr.all_steps():
+            # Only after a kill between saving `best` and `latest`: the resumed
+            # run recomputes the same step (deterministic trajectory) and
+            # replaces it.
+            mngr.delete(int(step))
         mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
                                                      meta=ocp.args.JsonSave(meta)), force=True)
         mngr.wait_until_finished()

@@ -43,3 +43,21 @@ def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
                                    process_id=process_id)
     elif os.environ.get("JAX_COORDINATOR_ADDRESS") or os.environ.get("SLURM_NTASKS", "1") != "1":
         jax.distributed.initialize()
+
+
+def parse_flags(argv):
+    """absl flag parser for ``app.run``: a bad flag or config override is one line, exit 2.
+
+    ml_collections raises deep inside flag parsing for an unknown config key
+    (``--config.train.lrr=1``); this turns that into ``error: ...``.
+    """
+    from absl import flags
+
+    try:
+        return flags.FLAGS(argv)
+    except Exception as e:  # noqa: BLE001 - every parse failure is a usage error
+        msg = str(e).replace("\\n", " ").replace("\\'", "'")
+        if isinstance(e, AttributeError) or "Did you mean" in msg:
+            msg = "unknown config key " + msg.strip("'\" ").replace("''", "'")
+        print(f"error: {' '.join(msg.split())}", file=sys.stderr)
+        sys.exit(2)

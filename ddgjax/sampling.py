@@ -120,7 +120,12 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     n_dev = mesh.devices.size
     batch_size = max(n_dev, int(math.ceil(min(batch_size, num_samples) / n_dev) * n_dev))
     sharding = NamedSharding(mesh, P(AXIS))
-    sampler = make_sampler(run.model, run.schedule, algorithm, num_steps, return_chain)
+    if run.config.diffusion.get("kind", "discrete") == "gaussian":
+        from ddgjax import gaussian
+
+        sampler = gaussian.make_sampler(run.model, run.config, num_steps, return_chain)
+    else:
+        sampler = make_sampler(run.model, run.schedule, algorithm, num_steps, return_chain)
     params = jax.device_put(run.params, NamedSharding(mesh, P()))
     root = jax.random.key(seed)
     out_adj, out_chain = [], []

@@ -68,6 +68,18 @@ def model_from_config(config: ml_collections.ConfigDict):
     return build_model(name, config.diffusion.num_timesteps, compute_dtype=dtype, **kwargs)
 
 
+def custom_loss_fn(config):
+    """None for the discrete process; the Gaussian baseline's loss otherwise."""
+    kind = config.diffusion.get("kind", "discrete")
+    if kind == "discrete":
+        return None
+    if kind == "gaussian":
+        from ddgjax import gaussian
+
+        return gaussian.make_loss_fn(config)
+    raise TrainingError(f"config.diffusion.kind: expected 'discrete' or 'gaussian', got {kind!r}")
+
+
 def schedule_from_config(config) -> NoiseSchedule:
     return make_schedule(config.diffusion.schedule, config.diffusion.num_timesteps)
 
@@ -109,8 +121,13 @@ def graph_keys(step_key: jax.Array, first_index, count: int) -> jax.Array:
 
 def make_train_chunk(model, tx, schedule: NoiseSchedule, loss_type: str, mesh: Mesh,
                      base_key: jax.Array, ema_decay: float = 0.0,
-                     continuous_time: bool = False) -> Callable:
+                     continuous_time: bool = False, loss_fn: Callable | None = None) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
+
+    The loss is ``diffusion.training_loss`` with ``schedule`` / ``loss_type`` /
+    ``continuous_time``, unless ``loss_fn(denoise_fn, keys [B], adj0, node_mask)
+    -> diffusion.LossOutput`` is given (another noise process, e.g. the Gaussian
+    baseline).
 
     Args of the returned function:
       state: replicated TrainState.
@@ -133,9 +150,12 @@ def make_train_chunk(model, tx, schedule: NoiseSchedule, loss_type: str, mesh: M
             keys = graph_keys(step_key, first, local_b)
 
             def summed(params):
-                out = diffusion.training_loss(
-                    lambda a, m, t, b: model.apply(params, a, m, t, b), keys, adj0, mask,
-                    schedule, loss_type, continuous_time)
+                denoise = lambda a, m, t, b: model.apply(params, a, m, t, b)
+                if loss_fn is None:
+                    out = diffusion.training_loss(denoise, keys, adj0, mask, schedule, loss_type,
+                                                  continuous_time)
+                else:
+                    out = loss_fn(denoise, keys, adj0, mask)
                 return out.per_graph.sum(), out.num_pairs.sum()
 
             (local_sum, local_pairs), grads = jax.value_and_grad(summed, has_aux=True)(state.params)
@@ -297,15 +317,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
     """
     validate_config(config)
     is_main = jax.process_index() == 0
-    os.makedirs(workdir, exist_ok=True)
     ds, data, max_nodes = prepare_data(config)
+    os.makedirs(workdir, exist_ok=True)
     G = data.adj.shape[0]
-    if is_main:
-        save_json(os.path.join(workdir, "config.json"), json.loads(config.to_json_best_effort()))
-        save_json(os.path.join(workdir, "dataset.json"), {
-            "source": config.data.source, "name": ds.name, "max_nodes": int(max_nodes),
-            "num_train": len(ds.train), "num_test": len(ds.test), "num_val": len(ds.val),
-            "node_counts": node_count_distribution(ds.train).to_dict()})
 
     mesh = make_mesh()
     n_dev = mesh.devices.size
@@ -338,7 +352,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
     state = jax.device_put(state, repl)
     chunk_fn = make_train_chunk(model, tx, schedule, config.diffusion.loss, mesh,
                                 jax.random.fold_in(root, 1), config.train.ema_decay,
-                                config.diffusion.continuous_time)
+                                config.diffusion.continuous_time, loss_fn=custom_loss_fn(config))
+
+    # Written only now that the data, model and any checkpoint have loaded, so a
+    # failed start never replaces the record of a good run.
+    if is_main:
+        save_json(os.path.join(workdir, "config.json"), json.loads(config.to_json_best_effort()))
+        save_json(os.path.join(workdir, "dataset.json"), {
+            "source": config.data.source, "name": ds.name, "max_nodes": int(max_nodes),
+            "num_train": len(ds.train), "num_test": len(ds.test), "num_val": len(ds.val),
+            "node_counts": node_count_distribution(ds.train).to_dict()})
 
     num_epochs = config.train.num_epochs
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,

@@ -17,8 +17,7 @@ SBM fit (graph-tool is used when ``import graph_tool`` works, as the original do
 1. Candidates: for every ``k`` in ``1..k_max`` a spectral partition (the top ``k``
    eigenvectors of ``D^-1/2 A D^-1/2``, rows normalised, k-means with k-means++ seeds
    and a few restarts), then greedy single-node moves that lower the description length
-   below (a node moves to the block that lowers it most; sweeps until no move helps);
-   then greedy merges of block pairs while a merge lowers it, each followed by moves.
+   below (a node moves to the block that lowers it most; sweeps until no move helps).
 2. The partition with the smallest description length wins. The description length is
    that of the microcanonical non-degree-corrected SBM of Peixoto (Phys. Rev. E 95,
    012317, 2017) for simple graphs, in nats::
@@ -38,6 +37,7 @@ SBM fit (graph-tool is used when ``import graph_tool`` works, as the original do
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Sequence
@@ -87,6 +87,11 @@ def sbm_description_length(adj: np.ndarray, blocks: np.ndarray) -> float:
     return float(_dl_from_counts(sizes, e, adj.shape[0], adj.sum() / 2))
 
 
+@functools.lru_cache(maxsize=None)
+def _triu(k: int):
+    return np.triu_indices(k, 1)
+
+
 def _dl_from_counts(sizes, e, n, m):
     """Description length for block sizes ``[..., k]`` and edge counts ``[..., k, k]``.
 
@@ -96,7 +101,7 @@ def _dl_from_counts(sizes, e, n, m):
     sizes = np.asarray(sizes, np.float64)
     e = np.asarray(e, np.float64)
     k = sizes.shape[-1]
-    iu = np.triu_indices(k, 1)
+    iu = _triu(k)
     pairs = (sizes[..., :, None] * sizes[..., None, :])[..., iu[0], iu[1]]
     dl = _lnbinom(pairs, e[..., iu[0], iu[1]]).sum(-1)
     diag = np.diagonal(e, axis1=-2, axis2=-1)
@@ -108,14 +113,31 @@ def _dl_from_counts(sizes, e, n, m):
     return dl + math.log(max(n, 1))
 
 
+def _move_scores(sizes, e, nbr, b, nodes, n, m):
+    """DL after moving each node of ``nodes`` to each block: ``[len(nodes), k]``.
+
+    Moving node ``i`` from ``r`` to ``s`` changes the edge counts ``e = O^T A O``
+    (``O`` the one-hot block matrix) by ``delta k_i^T + k_i delta^T`` with
+    ``delta = 1_s - 1_r`` and ``k_i`` the node's neighbour counts per block.
+    """
+    k = sizes.shape[0]
+    eye = np.eye(k)
+    kv = nbr[nodes]                                                   # [p, k]
+    delta = eye[None, :, :] - eye[b[nodes]][:, None, :]               # [p, s, k]
+    sz = sizes[None, None, :] + delta
+    ee = (e[None, None] + delta[..., :, None] * kv[:, None, None, :]
+          + kv[:, None, :, None] * delta[..., None, :])                # [p, s, k, k]
+    return _dl_from_counts(sz, ee, n, m)
+
+
 def _refine(adj: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-            max_sweeps: int = 20) -> np.ndarray:
+            max_sweeps: int = 50) -> np.ndarray:
     """Greedy zero-temperature single-node moves on the description length.
 
-    Keeps block sizes ``n_r`` and edge counts ``e = O^T A O`` (``O`` the one-hot block
-    matrix); moving node ``i`` from ``r`` to ``s`` changes them by
-    ``e' = e + delta k_i^T + k_i delta^T`` with ``delta = 1_s - 1_r`` and ``k_i`` the
-    node's neighbour counts per block, so all ``k`` targets are scored at once.
+    Each sweep scores every (node, target block) pair at once, then visits the nodes
+    that had an improving move in random order, re-scores each against the current
+    state and moves it to its best block if that still lowers the description length.
+    Stops when a sweep finds no improving move.
     """
     n = adj.shape[0]
     m = adj.sum() / 2
@@ -126,49 +148,29 @@ def _refine(adj: np.ndarray, b: np.ndarray, rng: np.random.Generator,
     nbr = adj @ onehot                                  # [n, k]
     e = onehot.T @ nbr                                  # [k, k]
     current = float(_dl_from_counts(sizes, e, n, m))
-    eye = np.eye(k)
     for _ in range(max_sweeps):
-        moved = False
-        for i in rng.permutation(n):
+        all_nodes = np.arange(n)
+        scores = _move_scores(sizes, e, nbr, b, all_nodes, n, m)
+        scores[all_nodes, b] = current
+        cand = np.nonzero(scores.min(1) < current - 1e-9)[0]
+        if len(cand) == 0:
+            break
+        for i in rng.permutation(cand):
+            sc = _move_scores(sizes, e, nbr, b, np.array([i]), n, m)[0]
             r = b[i]
-            kv = nbr[i]
-            delta = eye - eye[r]                        # [k(target), k]
-            sz = sizes[None, :] + delta
-            ee = (e[None] + delta[:, :, None] * kv[None, None, :]
-                  + kv[None, :, None] * delta[:, None, :])
-            dls = _dl_from_counts(sz, ee, n, m)
-            dls[r] = current
-            s = int(np.argmin(dls))
-            if s != r and dls[s] < current - 1e-9:
-                sizes, e, current = sz[s], ee[s], float(dls[s])
-                nbr[:, r] -= adj[:, i]
-                nbr[:, s] += adj[:, i]
-                b[i] = s
-                moved = True
-        if not moved:
-            break
+            sc[r] = current
+            s = int(np.argmin(sc))
+            if s == r or sc[s] >= current - 1e-9:
+                continue
+            delta = np.eye(k)[s] - np.eye(k)[r]
+            kv = nbr[i].copy()
+            e = e + np.outer(delta, kv) + np.outer(kv, delta)
+            sizes = sizes + delta
+            nbr[:, r] -= adj[:, i]
+            nbr[:, s] += adj[:, i]
+            b[i] = s
+            current = float(sc[s])
     _, b = np.unique(b, return_inverse=True)
-    return b
-
-
-def _merge_pass(adj: np.ndarray, b: np.ndarray, rng) -> np.ndarray:
-    """Merge block pairs greedily while a merge (followed by moves) lowers the DL."""
-    best = sbm_description_length(adj, b)
-    while b.max() >= 1:
-        k = int(b.max()) + 1
-        cands = []
-        for r in range(k):
-            for s in range(r + 1, k):
-                bb = np.where(b == s, r, b)
-                _, bb = np.unique(bb, return_inverse=True)
-                cands.append((sbm_description_length(adj, bb), bb))
-        dl, bb = min(cands, key=lambda t: t[0])
-        bb = _refine(adj, bb, rng)
-        dl = sbm_description_length(adj, bb)
-        if dl < best - 1e-9:
-            best, b = dl, bb
-        else:
-            break
     return b
 
 
@@ -208,8 +210,6 @@ def fit_sbm(g: nx.Graph, k_max: int = 8, seed: int = 0) -> np.ndarray:
     best_b, best_dl = None, np.inf
     for k in range(1, min(k_max, n) + 1):
         b = _refine(adj, _spectral_partition(vecs, k, rng), rng)
-        if b.max() >= 1:
-            b = _merge_pass(adj, b, rng)
         dl = sbm_description_length(adj, b)
         if dl < best_dl - 1e-9:
             best_b, best_dl = b, dl

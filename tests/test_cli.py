@@ -1,0 +1,141 @@
+"""The command lines end to end, in subprocesses: configs, a tiny run, bad inputs."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from absl import flags
+from ml_collections import config_flags
+
+from conftest import REPO
+
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+ENV.pop("XLA_FLAGS", None)
+
+
+def run(*args, timeout=300):
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=ENV, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def parse_config(*overrides, path="configs/test.py"):
+    argv = ["prog", f"--config={REPO / path}", *overrides]
+    fv = flags.FlagValues()
+    config_flags.DEFINE_config_file("config", None, "", flag_values=fv, lock_config=True,
+                                    sys_argv=argv)
+    fv(argv)
+    return fv.config
+
+
+def test_config_loading_and_overrides():
+    cfg = parse_config("--config.train.lr=0.01", "--config.model.name=edp",
+                       "--config.diffusion.loss=vb")
+    assert cfg.train.lr == 0.01 and cfg.model.name == "edp" and cfg.diffusion.loss == "vb"
+    assert cfg.diffusion.num_timesteps == 8  # from test.py, over default.py
+
+
+def test_unknown_config_key_is_an_error():
+    with pytest.raises(Exception, match="lrr"):
+        parse_config("--config.train.lrr=0.01")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs").glob("*_*_*.py")
+                                         if not p.name.startswith("_")))
+def test_every_paper_config_loads(name):
+    cfg = parse_config(path=f"configs/{name}")
+    assert cfg.model.name in ("ppgn", "edp")
+    assert cfg.train.batch_size == 64 and cfg.train.lr == 1e-3
+
+
+def tree_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        h.update(str(p.relative_to(path)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def one_line_error(res):
+    assert res.returncode != 0, res.stdout + res.stderr
+    lines = [l for l in res.stderr.strip().splitlines() if l.startswith("error:")]
+    assert len(lines) == 1, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def trained_workdir(tmp_path_factory):
+    """train (killed mid-run) -> resume -> done; shared by the tests below."""
+    wd = tmp_path_factory.mktemp("run") / "wd"
+    common = ["train.py", "--config=configs/test.py", f"--workdir={wd}", "--quiet",
+              "--config.train.checkpoint_every_epochs=1"]
+    # A real kill: start a long run, SIGKILL it once a checkpoint exists.
+    proc = subprocess.Popen([sys.executable, *common, "--config.train.num_epochs=1000"],
+                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    latest = wd / "checkpoints" / "latest"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if latest.is_dir() and any(p.name.isdigit() for p in latest.iterdir()):
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert latest.is_dir(), proc.stderr.read().decode()[-2000:]
+    res = run(*common, "--config.train.num_epochs=3")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "resuming from" in res.stderr or "trained 3 epochs" in res.stdout
+    meta = json.loads((wd / "config.json").read_text())
+    assert meta["train"]["num_epochs"] == 3
+    return wd
+
+
+def test_train_resume_sample_end_to_end(trained_workdir):
+    wd = trained_workdir
+    records = [json.loads(l) for l in (wd / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["event"] == "end" and records[-1]["epochs"] == 3
+    assert (wd / "checkpoints" / "best").is_dir()
+    res = run("sample.py", f"--workdir={wd}", "--num_samples=10", "--batch_size=4", "--graphml",
+              "--quiet")
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = wd / "samples"
+    data = json.loads((out / "samples.json").read_text())
+    assert len(data["graphs"]) == 10
+    assert (out / "grid.png").stat().st_size > 1000
+    assert len(list((out / "graphml").glob("*.graphml"))) == 10
+    assert "graphs/s" in res.stdout
+    ev = json.loads((out / "eval.json").read_text())
+    assert {"degree", "clustering", "orbit"} <= set(ev)
+
+
+def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path):
+    wd = trained_workdir
+    before = tree_digest(wd / "checkpoints")
+    cfg_before = (wd / "config.json").read_text()
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text('{"graphs": [{"n": 3, "edges": [[0, 1]]}, ')
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"graphs": [{"n": 4, "edges": [[0, 1]]}] * 4 +
+                                         [{"n": 30, "edges": [[0, 29]]}] * 6}))
+    base = ["train.py", "--config=configs/test.py", f"--workdir={wd}", "--quiet"]
+    cases = {
+        "missing file": (base + ["--config.data.source=/nonexistent/graphs.json"], "not found"),
+        "malformed JSON": (base + [f"--config.data.source={bad_json}"], "malformed JSON"),
+        "graph above max nodes": (base + [f"--config.data.source={big}",
+                                          "--config.data.max_nodes=20"], "more than max_nodes"),
+        "unknown config key": (base + ["--config.train.lrr=1"], "unknown config key"),
+    }
+    for name, (args, expected) in cases.items():
+        line = one_line_error(run(*args))
+        assert expected in line, (name, line)
+    empty = tmp_path / "empty_workdir"
+    empty.mkdir()
+    line = one_line_error(run("sample.py", f"--workdir={empty}"))
+    assert "no trained run" in line
+    assert tree_digest(wd / "checkpoints") == before
+    assert (wd / "config.json").read_text() == cfg_before

@@ -1,0 +1,314 @@
+"""The Gaussian baseline: schedules, forward noise, reverse steps, training, sampling, CLIs."""
+import json
+import os
+import subprocess
+import sys
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from configs import test as test_config
+from ddgjax import gaussian, training
+from ddgjax.datasets import generate_graphs
+from ddgjax.graphs import edge_mask, graphs_to_batch, node_mask_from_counts, pair_mask
+
+from conftest import REPO
+
+T = 8
+
+
+def gaussian_test_config():
+    cfg = test_config.get_config()
+    cfg.diffusion.kind = "gaussian"
+    return cfg
+
+
+def random_batch(seed, counts, N, p=0.4):
+    rng = np.random.default_rng(seed)
+    mask = node_mask_from_counts(np.asarray(counts), N)
+    u = np.triu(rng.random((len(counts), N, N)) < p, 1) & pair_mask(mask)
+    return jnp.asarray((u | np.swapaxes(u, 1, 2)).astype(np.float32)), jnp.asarray(mask)
+
+
+def oracle(adj0, node_mask, schedule):
+    """A perfect denoiser for a known ``adj0``: the exact noise of ``x_t``."""
+    x0 = gaussian.to_signal(adj0, node_mask)
+    sab, sig = jnp.asarray(schedule.sqrt_alpha_bar), jnp.asarray(schedule.sigma)
+
+    def fn(x_t, mask, t_index, sigma_t):
+        eps = (x_t - sab[t_index][:, None, None] * x0) / sig[t_index][:, None, None]
+        return jnp.where(edge_mask(mask), eps, 0.0)
+
+    return fn
+
+
+def assert_valid_adjacency(adj, counts):
+    adj = np.asarray(adj)
+    N = adj.shape[-1]
+    assert set(np.unique(adj).tolist()) <= {0.0, 1.0}
+    np.testing.assert_array_equal(adj, np.swapaxes(adj, -1, -2))
+    np.testing.assert_array_equal(np.diagonal(adj, axis1=-2, axis2=-1), 0)
+    outside = ~np.asarray(edge_mask(node_mask_from_counts(np.asarray(counts), N)))
+    assert not adj[outside].any()
+
+
+# ----------------------------------------------------------------------------
+# Schedules
+
+
+@pytest.mark.parametrize("name,steps", [("cosine", 8), ("cosine", 1000), ("linear", 1000),
+                                        ("linear", 32)])
+def test_schedule_is_variance_preserving_and_decreasing(name, steps):
+    s = gaussian.make_gaussian_schedule(name, steps)
+    assert s.alpha_bar64.shape == (steps + 1,) and s.alpha_bar64[0] == 1.0
+    assert np.all(np.diff(s.alpha_bar64) < 0) and 0 < s.alpha_bar64[-1] < 1e-3
+    np.testing.assert_allclose(s.sqrt_alpha_bar ** 2 + s.sigma ** 2, 1.0, rtol=1e-6)
+    assert s.sigma[0] == 0.0
+
+
+def test_schedule_errors():
+    with pytest.raises(ValueError, match="num_timesteps >= 21"):
+        gaussian.make_gaussian_schedule("linear", 8)
+    with pytest.raises(ValueError, match="unknown Gaussian schedule"):
+        gaussian.make_gaussian_schedule("quadratic", 8)
+    with pytest.raises(ValueError, match="positive integer"):
+        gaussian.make_gaussian_schedule("cosine", 0)
+
+
+# ----------------------------------------------------------------------------
+# Forward process
+
+
+def test_symmetric_normal_masks_and_per_graph_keys():
+    mask = jnp.asarray(node_mask_from_counts(np.array([5, 3, 0]), 6))
+    keys = jax.random.split(jax.random.key(0), 3)
+    z = gaussian.symmetric_normal(keys, mask)
+    chex.assert_shape(z, (3, 6, 6))
+    np.testing.assert_array_equal(z, jnp.swapaxes(z, 1, 2))
+    assert not np.asarray(z)[~np.asarray(edge_mask(mask))].any()
+    assert np.all(np.asarray(z)[np.asarray(pair_mask(mask))] != 0)
+    # Graph b's noise depends only on keys[b].
+    alone = gaussian.symmetric_normal(keys[1:2], mask[1:2])
+    np.testing.assert_array_equal(alone[0], z[1])
+
+
+@pytest.mark.parametrize("t", [1, 4, 8])
+def test_forward_marginal_matches_closed_form(t):
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    adj, mask = random_batch(0, [7], 9)
+    M = 4000
+    x0 = gaussian.to_signal(adj, mask)
+    x0_m = jnp.broadcast_to(x0, (M,) + x0.shape[1:])
+    mask_m = jnp.broadcast_to(mask, (M,) + mask.shape[1:])
+    eps = gaussian.symmetric_normal(jax.random.split(jax.random.key(t), M), mask_m)
+    x_t = np.asarray(gaussian.q_sample(x0_m, eps, jnp.full((M,), t), sched))
+    chex.assert_shape(x_t, (M, 9, 9))
+    np.testing.assert_array_equal(x_t, np.swapaxes(x_t, 1, 2))
+    assert not x_t[:, ~np.asarray(edge_mask(mask))[0]].any()
+    pm = np.asarray(pair_mask(mask))[0]
+    ab = sched.alpha_bar64[t]
+    mean, var = x_t.mean(0)[pm], x_t.var(0)[pm]
+    expected = np.sqrt(ab) * np.asarray(x0)[0][pm]
+    se = np.sqrt((1 - ab) / M)
+    assert np.max(np.abs(mean - expected)) < 5 * se
+    np.testing.assert_allclose(var.mean(), 1 - ab, rtol=0.02)
+    np.testing.assert_allclose(var, 1 - ab, rtol=0.15)
+
+
+def test_training_loss_counts_real_pairs_only():
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    adj, mask = random_batch(1, [5, 7, 0], 8)
+    keys = jax.random.split(jax.random.key(2), 3)
+    seen = {}
+
+    def denoise(x_t, m, t_index, sigma_t):
+        seen["x_t"], seen["t"], seen["sigma"] = x_t, t_index, sigma_t
+        return jnp.zeros_like(x_t)
+
+    out = gaussian.training_loss(denoise, keys, adj, mask, sched)
+    np.testing.assert_array_equal(out.num_pairs, [10, 21, 0])
+    assert np.all((out.t_index >= 1) & (out.t_index <= T))
+    np.testing.assert_allclose(seen["sigma"], sched.sigma[np.asarray(seen["t"])])
+    # With eps_hat = 0 the loss is the sum of eps^2 on real pairs: chi-square in expectation.
+    eps = (seen["x_t"] - jnp.asarray(sched.sqrt_alpha_bar)[seen["t"]][:, None, None]
+           * gaussian.to_signal(adj, mask)) / jnp.asarray(sched.sigma)[seen["t"]][:, None, None]
+    ref = jnp.where(pair_mask(mask), eps ** 2, 0).sum((1, 2))
+    np.testing.assert_allclose(out.per_graph, ref, rtol=1e-4)
+    assert out.per_graph[2] == 0
+    # Graph b's draw depends only on keys[b].
+    alone = gaussian.training_loss(denoise, keys[1:2], adj[1:2], mask[1:2], sched)
+    np.testing.assert_allclose(alone.per_graph[0], out.per_graph[1], rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------
+# Reverse process
+
+
+@pytest.mark.parametrize("num_steps", [1, 3, 8])
+def test_eta_one_is_the_ddpm_posterior_of_the_strided_pair(num_steps):
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    c = gaussian.step_coefficients(sched, num_steps, eta=1.0)
+    assert c.t[0] == T and len(c.t) == num_steps
+    levels = list(c.t) + [0]
+    ab = sched.alpha_bar64
+    for k in range(num_steps):
+        t, s = levels[k], levels[k + 1]
+        a = ab[t] / ab[s]
+        # q(x_s | x_t, x0) = N(c0 x0 + ct x_t, var) (Ho et al. 2020, eq. 7, for the pair (t, s)).
+        c0 = np.sqrt(ab[s]) * (1 - a) / (1 - ab[t])
+        ct = np.sqrt(a) * (1 - ab[s]) / (1 - ab[t])
+        var = (1 - ab[s]) / (1 - ab[t]) * (1 - a)
+        # Our update: sqrt(ab_s) x0 + eps_coef (x_t - sqrt(ab_t) x0) / sigma_t + std z.
+        our_ct = c.eps_coef[k] / c.sigma_t[k]
+        our_c0 = c.sqrt_ab_s[k] - c.eps_coef[k] * c.sqrt_ab_t[k] / c.sigma_t[k]
+        np.testing.assert_allclose([our_c0, our_ct, c.std[k] ** 2], [c0, ct, var],
+                                   rtol=2e-5, atol=1e-7)
+    assert c.std[-1] == 0 and c.eps_coef[-1] == 0 and c.sqrt_ab_s[-1] == 1
+
+
+def test_reverse_step_shapes_and_masks():
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    adj, mask = random_batch(3, [6, 4], 7)
+    c = gaussian.step_coefficients(sched, 4)
+    x_t = gaussian.symmetric_normal(jax.random.key(0), mask) * 3.0
+    step = jax.tree_util.tree_map(lambda a: a[1], c)
+    x_s, x0_hat = gaussian.reverse_step(lambda a, m, t, b: a * 0.5, jax.random.key(1), x_t,
+                                        mask, step)
+    chex.assert_shape([x_s, x0_hat], (2, 7, 7))
+    chex.assert_type([x_s, x0_hat], jnp.float32)
+    for x in (x_s, x0_hat):
+        np.testing.assert_array_equal(x, jnp.swapaxes(x, 1, 2))
+        assert not np.asarray(x)[~np.asarray(edge_mask(mask))].any()
+    assert float(jnp.abs(x0_hat).max()) <= 1.0
+
+
+def test_step_with_true_x0_preserves_the_forward_marginal():
+    """x_t ~ q(x_t | x0), one strided ancestral step with a perfect model: x_s ~ q(x_s | x0)."""
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    adj, mask = random_batch(4, [6], 6)
+    M = 4000
+    adj_m = jnp.broadcast_to(adj, (M, 6, 6))
+    mask_m = jnp.broadcast_to(mask, (M, 6))
+    c = gaussian.step_coefficients(sched, 4)  # levels 8, 6, 4, 2, 0
+    k = 1  # from t = 6 to s = 4
+    t, s = int(c.t[k]), int(c.t[k + 1])
+    x0 = gaussian.to_signal(adj_m, mask_m)
+    eps = gaussian.symmetric_normal(jax.random.split(jax.random.key(5), M), mask_m)
+    x_t = gaussian.q_sample(x0, eps, jnp.full((M,), t), sched)
+    step = jax.tree_util.tree_map(lambda a: a[k], c)
+    x_s, _ = gaussian.reverse_step(oracle(adj_m, mask_m, sched), jax.random.key(6), x_t, mask_m,
+                                   step, clip_x0=False)
+    pm = np.asarray(pair_mask(mask))[0]
+    xs = np.asarray(x_s)[:, pm]
+    ab = sched.alpha_bar64[s]
+    np.testing.assert_allclose(xs.mean(0), np.sqrt(ab) * np.asarray(x0)[0][pm],
+                               atol=5 * np.sqrt((1 - ab) / M))
+    np.testing.assert_allclose(xs.var(0).mean(), 1 - ab, rtol=0.03)
+
+
+@pytest.mark.parametrize("num_steps", [1, 3, T])
+@pytest.mark.parametrize("eta", [0.0, 1.0])
+def test_sampler_with_a_perfect_model_returns_the_graph(num_steps, eta):
+    sched = gaussian.make_gaussian_schedule("cosine", T)
+    adj, mask = random_batch(7, [6, 9, 3], 9)
+    out, chain = gaussian.sample_graphs(oracle(adj, mask, sched), jax.random.key(0), mask, sched,
+                                        num_steps, eta=eta, return_chain=True)
+    np.testing.assert_array_equal(out, adj)
+    chex.assert_shape(chain, (num_steps + 1, 3, 9, 9))
+    np.testing.assert_array_equal(chain[-1], out)
+
+
+def test_make_sampler_output_is_a_valid_adjacency():
+    cfg = gaussian_test_config()
+    model = training.model_from_config(cfg)
+    tx = training.make_optimizer(cfg.train, 1)
+    params = training.init_state(model, tx, jax.random.key(0), 10).params
+    counts = np.array([10, 4, 7, 1, 0, 2])
+    mask = jnp.asarray(node_mask_from_counts(counts, 10))
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(6))
+    adj = gaussian.make_sampler(model, cfg, num_steps=4)(params, keys, mask)
+    chex.assert_shape(adj, (6, 10, 10))
+    assert_valid_adjacency(adj, counts)
+    # Per-graph keys: a sub-batch reproduces the same graphs.
+    sub = gaussian.make_sampler(model, cfg, num_steps=4)(params, keys[1:3], mask[1:3])
+    np.testing.assert_array_equal(sub, adj[1:3])
+    # The chain: [B, K+1, N, N], last entry the output; None steps = all T levels.
+    adj_c, chain = gaussian.make_sampler(model, cfg, None, return_chain=True)(params, keys, mask)
+    chex.assert_shape(chain, (6, T + 1, 10, 10))
+    np.testing.assert_array_equal(chain[:, -1], adj_c)
+    assert_valid_adjacency(chain.reshape(-1, 10, 10), np.repeat(counts, T + 1))
+    with pytest.raises(ValueError, match="num_steps"):
+        gaussian.make_sampler(model, cfg, num_steps=T + 1)
+
+
+# ----------------------------------------------------------------------------
+# Training
+
+
+@pytest.mark.parametrize("model_name", ["ppgn", "edp"])
+def test_jitted_steps_lower_the_loss(model_name):
+    cfg = gaussian_test_config()
+    cfg.model.name = model_name
+    cfg.train.lr = 5e-3
+    data = graphs_to_batch(generate_graphs("community_small", 8, seed=3), 20)
+    model = training.model_from_config(cfg)
+    tx = training.make_optimizer(cfg.train, 1)
+    state = training.init_state(model, tx, jax.random.key(0), 20)
+    loss_fn = gaussian.make_loss_fn(cfg)
+    mesh = training.make_mesh(jax.devices()[:1])
+    chunk = training.make_train_chunk(model, tx, training.schedule_from_config(cfg), "simple",
+                                      mesh, jax.random.key(1), loss_fn=loss_fn)
+
+    @jax.jit
+    def fixed_loss(params):
+        """Mean over 16 fixed key sets: the same t and noise before and after training."""
+        def one(k):
+            keys = jax.random.split(jax.random.key(k), data.adj.shape[0])
+            return loss_fn(lambda a, m, t, b: model.apply(params, a, m, t, b), keys,
+                           jnp.asarray(data.adj), jnp.asarray(data.node_mask)).loss
+        return jnp.mean(jax.lax.map(one, jnp.arange(1000, 1016)))
+
+    before = float(fixed_loss(state.params))
+    G = data.adj.shape[0]
+    adj = np.concatenate([data.adj, np.zeros_like(data.adj[:1])])
+    mask = np.concatenate([data.node_mask, np.zeros_like(data.node_mask[:1])])
+    state, losses = chunk(state, adj, mask, np.tile(np.arange(G, dtype=np.int32), (60, 1)))
+    after = float(fixed_loss(state.params))
+    assert np.all(np.isfinite(losses)) and int(state.step) == 60
+    assert after < 0.8 * before, (before, after)
+
+
+def test_score_configs_load():
+    import importlib
+
+    for name in ("ego_small_ppgn_score", "community_small_ppgn_score", "sbm_27_edp_score",
+                 "planar_60_edp_score"):
+        cfg = importlib.import_module(f"configs.{name}").get_config()
+        assert cfg.diffusion.kind == "gaussian" and cfg.diffusion.num_timesteps == 1000
+        assert cfg.model.name == name.split("_")[-2]
+        gaussian.schedule_from_config(cfg)
+
+
+def test_cli_train_then_sample(tmp_path):
+    wd = tmp_path / "run"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    train = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "--config", str(REPO / "configs/test.py"),
+         "--config.diffusion.kind=gaussian", "--config.train.num_epochs=2",
+         "--config.train.checkpoint_every_epochs=1", f"--workdir={wd}", "--quiet"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert json.load(open(wd / "config.json"))["diffusion"]["kind"] == "gaussian"
+    sample = subprocess.run(
+        [sys.executable, str(REPO / "sample.py"), f"--workdir={wd}", "--num_samples=6",
+         "--num_steps=4", "--protocol=none", "--quiet"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert sample.returncode == 0, sample.stderr[-2000:]
+    out = json.load(open(wd / "samples" / "samples.json"))
+    assert len(out["graphs"]) == 6
+    assert out["generated_by"]["num_steps"] == 4 if "generated_by" in out else True
+    for g in out["graphs"]:
+        assert all(0 <= i < j < g["n"] or 0 <= j < i < g["n"] for i, j in g["edges"])
