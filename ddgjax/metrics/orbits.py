@@ -187,13 +187,14 @@ def _k4_per_node(a_bool, deg, max_degree: int):
     """Number of K4 containing each node: triangles inside its neighbourhood.
 
     Gathers each node's neighbourhood block ``A[N(v), N(v)]`` padded to ``D`` (the
-    neighbour indices are the first ``D`` of a stable sort that puts neighbours first),
+    neighbour indices are the ``top_k`` of the 0/1 adjacency row; slots past the
+    degree are masked),
     then counts triangles as ``sum((S @ S) * S) / 6``.
     """
     b, n, _ = a_bool.shape
     d = max_degree
-    # Indices of neighbours first (stable sort of "not adjacent"), then non-neighbours.
-    order = jnp.argsort(~a_bool, axis=-1, stable=True)[..., :d]          # [B, N, D]
+    # Indices of the (at most D) neighbours come first: top_k of the 0/1 row.
+    order = jax.lax.top_k(a_bool.astype(jnp.float32), d)[1]              # [B, N, D]
     valid = jnp.arange(d)[None, None, :] < deg[..., None]                 # [B, N, D]
     rows = jnp.take_along_axis(a_bool[:, None, :, :],
                                order[:, :, :, None], axis=2)              # [B, N, D, N]

@@ -13,7 +13,7 @@ For a list of networkx graphs, :func:`graph_statistics` returns, per graph,
 
 Where the work is done. The graphs are sorted by size and padded into batches of a few
 fixed shapes (node counts multiples of 32, 64 graphs a batch on CPU and 256
-on an accelerator: few compilations); one jitted function per
+on an accelerator, the K4 block size a multiple of 16: few compilations); one jitted function per
 batch computes degrees, triangles, orbit sums, degree histograms and spectra. Two
 things are finished on the host, vectorised over all graphs at once:
 
@@ -37,7 +37,6 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from ddgjax.graphs import graphs_to_batch
 from ddgjax.metrics.orbits import NUM_ORBITS, _orbit_counts
 
 CLUSTERING_BINS = 100
@@ -67,48 +66,57 @@ class GraphStatistics(NamedTuple):
 
 
 def strip_graph(g: nx.Graph) -> nx.Graph:
-    """A copy without self-loops and isolated nodes, relabelled 0..n-1 (paper protocol)."""
+    """Without self-loops and isolated nodes, relabelled 0..n-1 (paper protocol).
+
+    Returns ``g`` itself when there is nothing to strip and its nodes are 0..n-1.
+    """
+    if (nx.number_of_selfloops(g) == 0 and all(d > 0 for _, d in g.degree())
+            and all(v == i for i, v in enumerate(g))):
+        return g
     h = nx.Graph(g)
     h.remove_edges_from(list(nx.selfloop_edges(h)))
     h.remove_nodes_from(list(nx.isolates(h)))
     return nx.convert_node_labels_to_integers(h)
 
 
-@partial(jax.jit, static_argnames=("max_degree", "spectral"))
-def batch_statistics(adj, node_mask, max_degree: int, spectral: bool):
+@partial(jax.jit, static_argnames=("max_degree",))
+def batch_statistics(adj, node_mask, max_degree: int):
     """Per-graph raw statistics of a padded batch (all counts exact integers).
 
     Args:
       adj: ``[B, N, N]`` 0/1 adjacency. node_mask: ``[B, N]`` bool.
       max_degree: static bound on node degrees (K4 neighbourhood size).
-      spectral: also return the eigenvalue histogram.
 
     Returns:
       dict with ``degree`` and ``triangles`` ``int32[B, N]`` (0 on padding),
-      ``degree_hist`` ``int32[B, N]``, ``orbit_sum`` ``int32[B, 15]`` and, when
-      ``spectral``, ``spectral_hist`` ``int32[B, 200]``.
+      ``degree_hist`` ``int32[B, N]`` and ``orbit_sum`` ``int32[B, 15]``.
     """
-    b, n, _ = adj.shape
+    n = adj.shape[-1]
     counts = _orbit_counts(adj, node_mask, max_degree)                  # [B, N, 15]
     deg = counts[..., 0]
-    tri = counts[..., 3]
     onehot = (deg[..., None] == jnp.arange(n)) & node_mask[..., None]   # [B, N, N]
-    out = {
+    return {
         "degree": deg,
-        "triangles": tri,
+        "triangles": counts[..., 3],
         "degree_hist": onehot.sum(1).astype(jnp.int32),
         "orbit_sum": counts.sum(1),
     }
-    if spectral:
-        out["spectral_hist"] = _spectral_hist(adj, node_mask, deg)
-    return out
 
 
-def _spectral_hist(adj, node_mask, deg):
+@jax.jit
+def spectral_histograms(adj, node_mask):
+    """``int32[B, 200]`` histograms of normalised-Laplacian eigenvalues on (-1e-5, 2)."""
     n = adj.shape[-1]
-    dtype = jnp.result_type(float)
     pair = node_mask[:, :, None] & node_mask[:, None, :] & ~jnp.eye(n, dtype=bool)
-    a = ((adj > 0.5) & pair).astype(dtype)
+    a_bool = (adj > 0.5) & pair
+    a_bool = a_bool | jnp.swapaxes(a_bool, -1, -2)
+    return _spectral_hist(a_bool, node_mask, a_bool.sum(-1))
+
+
+def _spectral_hist(a_bool, node_mask, deg):
+    n = a_bool.shape[-1]
+    dtype = jnp.result_type(float)
+    a = a_bool.astype(dtype)
     degf = deg.astype(dtype)
     inv_sqrt = jnp.where(degf > 0, 1.0 / jnp.sqrt(jnp.maximum(degf, 1.0)), 0.0)
     # networkx: D^-1/2 (D - A) D^-1/2, so an isolated node has L_vv = 0.
@@ -138,15 +146,24 @@ def _padded_size(n: int) -> int:
 def _batches(sizes: np.ndarray, max_degree: int):
     """Yield (indices, padded N, batch size) with few distinct shapes.
 
-    Graphs are grouped by power-of-two size class; a group is padded to its largest
-    graph rounded up to a multiple of 32, and cut into batches of a fixed size that
-    depends only on the padded shape, so each shape compiles once.
+    Graphs are grouped by power-of-two size class; a class with fewer graphs than one
+    batch is merged into the next larger class (a compilation costs more than the
+    padding). A group is padded to its largest graph rounded up to a multiple of 32
+    and cut into batches of a fixed size that depends only on the padded shape, so
+    each shape compiles once.
     """
     order = np.argsort(sizes, kind="stable")
-    groups: dict[int, list[int]] = {}
+    classes: dict[int, list[int]] = {}
     for i in order:
-        groups.setdefault(_padded_size(sizes[i]), []).append(int(i))
-    for _, idx in sorted(groups.items()):
+        classes.setdefault(_padded_size(sizes[i]), []).append(int(i))
+    groups, carry = [], []
+    keys = sorted(classes)
+    for j, key in enumerate(keys):
+        carry = carry + classes[key]
+        if len(carry) >= _max_batch() or j == len(keys) - 1:
+            groups.append(carry)
+            carry = []
+    for idx in groups:
         nb = max(_SIZE_QUANTUM, -(-int(sizes[idx[-1]]) // _SIZE_QUANTUM) * _SIZE_QUANTUM)
         per_graph = nb * nb * max(min(max_degree, nb), 1)
         cap = max(1, _ELEMENT_BUDGET // per_graph)
@@ -155,17 +172,39 @@ def _batches(sizes: np.ndarray, max_degree: int):
             yield idx[s:s + bsize], nb, bsize
 
 
+def _padded_batch(graphs: Sequence[nx.Graph], n_pad: int, b_pad: int):
+    """Adjacency ``float32[b_pad, n_pad, n_pad]`` and node mask of graphs, in node order.
+
+    Nodes keep their iteration order (every statistic here is invariant to node order);
+    self-loops are ignored. Rows past ``len(graphs)`` are empty graphs.
+    """
+    adj = np.zeros((b_pad, n_pad, n_pad), np.float32)
+    mask = np.zeros((b_pad, n_pad), bool)
+    for k, g in enumerate(graphs):
+        n = g.number_of_nodes()
+        mask[k, :n] = True
+        if g.number_of_edges() == 0:
+            continue
+        index = {v: i for i, v in enumerate(g)}
+        e = np.array([(index[u], index[v]) for u, v in g.edges()], dtype=np.int64)
+        adj[k, e[:, 0], e[:, 1]] = 1.0
+        adj[k, e[:, 1], e[:, 0]] = 1.0
+    idx = np.arange(n_pad)
+    adj[:, idx, idx] = 0.0
+    return adj, mask
+
+
 def graph_statistics(graphs: Sequence[nx.Graph], spectral: bool = False) -> GraphStatistics:
     """Statistics of a list of graphs (see the module docstring).
 
-    Graphs must be simple and undirected; self-loops are dropped (with a warning from
-    :func:`ddgjax.graphs.graphs_to_batch`). Empty graphs give all-zero statistics.
+    Graphs must be undirected (``nx.Graph``); self-loops are ignored. Empty graphs
+    give all-zero statistics.
     """
     graphs = list(graphs)
     g_count = len(graphs)
     sizes = np.array([g.number_of_nodes() for g in graphs], dtype=np.int64)
     max_deg_all = max([max((d for _, d in g.degree()), default=0) for g in graphs], default=0)
-    dbound = max(8, -(-max_deg_all // 8) * 8)     # static K4 block size, few distinct values
+    dbound = max(16, -(-max_deg_all // 16) * 16)  # static K4 block size: few distinct values
 
     deg_len = int(max_deg_all) + 1
     degree_hist = np.zeros((g_count, deg_len), np.int64)
@@ -174,19 +213,14 @@ def graph_statistics(graphs: Sequence[nx.Graph], spectral: bool = False) -> Grap
     node_graph, node_deg, node_tri = [], [], []
 
     for idx, nb, bsize in _batches(sizes, dbound):
-        batch = graphs_to_batch([graphs[i] for i in idx], nb)
-        adj, mask = batch.adj, batch.node_mask
-        if len(idx) < bsize:                              # pad with empty graphs
-            pad = bsize - len(idx)
-            adj = np.concatenate([adj, np.zeros((pad, nb, nb), adj.dtype)])
-            mask = np.concatenate([mask, np.zeros((pad, nb), bool)])
-        out = jax.device_get(batch_statistics(adj, mask, min(dbound, nb), spectral))
+        adj, mask = _padded_batch([graphs[i] for i in idx], nb, bsize)
+        out = jax.device_get(batch_statistics(adj, mask, min(dbound, nb)))
         k = len(idx)
         w = min(deg_len, nb)
         degree_hist[idx, :w] = out["degree_hist"][:k, :w]
         orbit_sum[idx] = out["orbit_sum"][:k]
         if spectral:
-            spectral_hist[idx] = out["spectral_hist"][:k]
+            spectral_hist[idx] = np.asarray(spectral_histograms(adj, mask))[:k]
         m = mask[:k]
         node_graph.append(np.broadcast_to(np.asarray(idx)[:, None], m.shape)[m])
         node_deg.append(out["degree"][:k][m])
