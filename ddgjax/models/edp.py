@@ -40,7 +40,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 
 from ddgjax.graphs import edge_mask
@@ -64,11 +63,8 @@ class LevelCondition(nn.Module):
         alpha = self.param("alpha", nn.initializers.ones, (self.num_levels, f), jnp.float32)
         gamma = self.param("gamma", nn.initializers.zeros, (self.num_levels, f), jnp.float32)
         shape = (h.shape[0],) + (1,) * (h.ndim - 2) + (f,)
-        # One-hot rows instead of a gather: the same values, and the gradient is a
-        # small matmul rather than a scatter-add (which compiles slowly on CPU).
-        onehot = jax.nn.one_hot(t_index, self.num_levels, dtype=jnp.float32)
-        a = (onehot @ alpha).reshape(shape).astype(h.dtype)
-        g = (onehot @ gamma).reshape(shape).astype(h.dtype)
+        a = jnp.take(alpha, t_index, axis=0).reshape(shape).astype(h.dtype)
+        g = jnp.take(gamma, t_index, axis=0).reshape(shape).astype(h.dtype)
         return h * a + g
 
 
