@@ -61,16 +61,11 @@ def train_summary(wd):
     return ends[-1] if ends else {}
 
 
-def eval_all(names, out, seeds, num_samples):
-    import numpy as np
-
-    from ddgjax.datasets import load_dataset
+def sample_all(names, out, seeds, num_samples):
+    """Sample every run (best checkpoint) for each seed; write samples and timings."""
     from ddgjax.graphs import write_graph_list
-    from ddgjax.metrics import compute_mmds
-    from ddgjax.sampling import draw_graph_grid, generate, load_run
+    from ddgjax.sampling import generate, load_run
 
-    results = {}
-    floors = {}
     for name in names:
         wd = os.path.join(out, name)
         try:
@@ -78,31 +73,72 @@ def eval_all(names, out, seeds, num_samples):
         except Exception as e:  # noqa: BLE001 - report and go on with the other runs
             print(f"skip {name}: {e}", flush=True)
             continue
-        ds = load_dataset(run.config.data.source)
-        key = run.config.data.source
-        if key not in floors:
-            floors[key] = compute_mmds(ds.test, ds.train, "paper")
-        per_seed, speeds = [], []
+        timings = []
         for seed in range(seeds):
             res = generate(run, num_samples, seed=seed, batch_size=num_samples)
-            speeds.append(res["graphs_per_second"])
+            timings.append({"seed": seed, "seconds": res["seconds"],
+                            "compile_seconds": res["compile_seconds"],
+                            "graphs_per_second": res["graphs_per_second"]})
+            write_graph_list(os.path.join(out, "samples", f"{name}_seed{seed}.json"),
+                             res["graphs"], name=f"{name} seed {seed}",
+                             generated_by={"checkpoint_epoch": run.meta.get("epoch"),
+                                           "algorithm": res["algorithm"],
+                                           "num_steps": res["num_steps"]})
+            print(f"{name} seed {seed}: {res['graphs_per_second']:.1f} graphs/s", flush=True)
+        with open(os.path.join(out, "samples", f"{name}_timing.json"), "w") as f:
+            json.dump({"checkpoint_epoch": run.meta.get("epoch"), "seeds": timings,
+                       "train": train_summary(wd)}, f, indent=2)
+
+
+def eval_all(names, out, seeds, num_samples, data_dir=""):
+    """Paper-protocol MMDs of each run's samples (``--phase sample`` output, sampled
+    here if missing) against the test split; the train/test floor; ratios."""
+    import numpy as np
+
+    from ddgjax.datasets import load_dataset
+    from ddgjax.graphs import read_graph_list
+    from ddgjax.metrics import compute_mmds
+    from ddgjax.sampling import draw_graph_grid
+
+    results = {}
+    floors = {}
+    for name in names:
+        wd = os.path.join(out, name)
+        timing_path = os.path.join(out, "samples", f"{name}_timing.json")
+        if not os.path.exists(os.path.join(out, "samples", f"{name}_seed0.json")):
+            sample_all([name], out, seeds, num_samples)
+        if not os.path.exists(timing_path):
+            print(f"skip {name}: no samples", flush=True)
+            continue
+        timing = json.load(open(timing_path))
+        with open(os.path.join(wd, "config.json")) as f:
+            source = json.load(f)["data"]["source"]
+        if data_dir:
+            source = os.path.join(data_dir, os.path.basename(source))
+        ds = load_dataset(source)
+        if source not in floors:
+            floors[source] = compute_mmds(ds.test, ds.train, "paper")
+        per_seed = []
+        for seed in range(seeds):
+            graphs = read_graph_list(os.path.join(out, "samples", f"{name}_seed{seed}.json")).graphs
             t0 = time.time()
-            m = compute_mmds(ds.test, res["graphs"], "paper")
+            m = compute_mmds(ds.test, graphs, "paper")
             m["eval_seconds"] = time.time() - t0
             per_seed.append(m)
             if seed == 0:
-                write_graph_list(os.path.join(out, f"{name}_samples.json"), res["graphs"],
-                                 name=f"{name} samples seed 0")
                 draw_graph_grid(os.path.join(out, f"{name}.png"),
-                                [("generated", res["graphs"][:8]), ("training", ds.train[:8])])
+                                [("generated", graphs[:8]), ("training", ds.train[:8])])
             print(f"{name} seed {seed}: {m}", flush=True)
-        row = {"train": train_summary(wd), "graphs_per_second": float(np.median(speeds)),
-               "checkpoint_epoch": run.meta.get("epoch"), "floor": floors[key], "seeds": per_seed}
+        speeds = [t["graphs_per_second"] for t in timing["seeds"]]
+        row = {"train": timing.get("train") or train_summary(wd),
+               "graphs_per_second": float(np.median(speeds)),
+               "checkpoint_epoch": timing.get("checkpoint_epoch"), "floor": floors[source],
+               "seeds": per_seed}
         for k in ("degree", "clustering", "orbit", "avg"):
             vals = np.array([s[k] for s in per_seed])
             row[k] = {"mean": float(vals.mean()), "std": float(vals.std())}
-            if k in floors[key] and floors[key][k] > 0:
-                row[k]["ratio_to_floor"] = float(vals.mean() / floors[key][k])
+            if k in floors[source] and floors[source][k] > 0:
+                row[k]["ratio_to_floor"] = float(vals.mean() / floors[source][k])
         results[name] = row
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
@@ -135,10 +171,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma-separated config names (default: Table 1-2)")
-    ap.add_argument("--phase", choices=["all", "train", "eval"], default="all")
+    ap.add_argument("--phase", choices=["all", "train", "sample", "eval"], default="all")
     ap.add_argument("--parallel", type=int, default=6)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--num-samples", type=int, default=1024)
+    ap.add_argument("--data-dir", default="",
+                    help="read each run's dataset file from here (runs trained elsewhere)")
     ap.add_argument("--override", action="append", default=[],
                     help="NAME:--config.x.y=v extra flag for one run (repeatable)")
     args = ap.parse_args()
@@ -153,8 +191,11 @@ def main():
         print(f"training wall time for {len(names)} runs: {total:.1f}s", flush=True)
         with open(os.path.join(args.out, "train_wall.json"), "w") as f:
             json.dump({"runs": names, "parallel": args.parallel, "seconds": total}, f)
+    if args.phase in ("all", "sample"):
+        os.makedirs(os.path.join(args.out, "samples"), exist_ok=True)
+        sample_all(names, args.out, args.seeds, args.num_samples)
     if args.phase in ("all", "eval"):
-        eval_all(names, args.out, args.seeds, args.num_samples)
+        eval_all(names, args.out, args.seeds, args.num_samples, args.data_dir)
 
 
 if __name__ == "__main__":
