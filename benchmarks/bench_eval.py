@@ -23,6 +23,7 @@ Usage::
 
     python benchmarks/bench_eval.py --out /tmp/bench_eval.json
     python benchmarks/bench_eval.py --skip-baseline --repeats 3 --out gpu.json   # on a GPU
+    python benchmarks/bench_eval.py --synthetic ...   # no dataset files: Delaunay-60 graphs
 
 The JAX backend is whatever JAX picks (CPU here; GPU where one is visible).
 """
@@ -47,6 +48,22 @@ DEFAULT_DATA = REPO.parent / "shared" / "data" / "planar_60.json"
 
 # ----------------------------------------------------------------------------
 # Inputs
+
+
+def delaunay_graphs(num: int, n: int = 60, seed: int = 0):
+    """Delaunay triangulations of ``n`` uniform points (Planar-60's generator), for
+    machines without the dataset files."""
+    from scipy.spatial import Delaunay
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(num):
+        tri = Delaunay(rng.uniform(size=(n, 2)))
+        g = nx.empty_graph(n)
+        for a, b, c in tri.simplices:
+            g.add_edges_from([(int(a), int(b)), (int(b), int(c)), (int(a), int(c))])
+        out.append(g)
+    return out
 
 
 def make_generated(train, num: int, seed: int = 0, rewire: float = 0.1):
@@ -206,6 +223,8 @@ def ours_eval(reference, generated) -> tuple[dict, dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(DEFAULT_DATA), help="planar_60.json")
+    p.add_argument("--synthetic", action="store_true",
+                   help="use fresh Delaunay graphs (40 reference, 160 train) instead of --data")
     p.add_argument("--num-generated", type=int, default=1024)
     p.add_argument("--repeats", type=int, default=3, help="warm repetitions of ddgjax")
     p.add_argument("--skip-baseline", action="store_true")
@@ -216,14 +235,18 @@ def main(argv=None) -> int:
 
     from ddgjax.graphs import read_graph_list, select_split
 
-    f = read_graph_list(args.data)
-    test, train = select_split(f, "test"), select_split(f, "train")
+    if args.synthetic:
+        test, train = delaunay_graphs(40, seed=1), delaunay_graphs(160, seed=2)
+    else:
+        f = read_graph_list(args.data)
+        test, train = select_split(f, "test"), select_split(f, "train")
     generated = make_generated(train, args.num_generated)
     dev = jax.devices()[0]
     info = {"backend": jax.default_backend(), "device": str(dev.device_kind),
             "jax": jax.__version__, "python": platform.python_version(),
             "cpu": platform.processor() or platform.machine(),
-            "num_reference": len(test), "num_generated": len(generated)}
+            "num_reference": len(test), "num_generated": len(generated),
+            "data": "synthetic Delaunay-60" if args.synthetic else str(args.data)}
 
     vals, cold = ours_eval(test, generated)
     warm = [ours_eval(test, generated)[1] for _ in range(args.repeats)]

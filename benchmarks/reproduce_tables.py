@@ -85,9 +85,10 @@ def sample_all(names, out, seeds, num_samples):
                                            "algorithm": res["algorithm"],
                                            "num_steps": res["num_steps"]})
             print(f"{name} seed {seed}: {res['graphs_per_second']:.1f} graphs/s", flush=True)
-        with open(os.path.join(out, "samples", f"{name}_timing.json"), "w") as f:
-            json.dump({"checkpoint_epoch": run.meta.get("epoch"), "seeds": timings,
-                       "train": train_summary(wd)}, f, indent=2)
+            # rewritten after every seed, so a run stopped by a time limit keeps its timings
+            with open(os.path.join(out, "samples", f"{name}_timing.json"), "w") as f:
+                json.dump({"checkpoint_epoch": run.meta.get("epoch"), "seeds": timings,
+                           "train": train_summary(wd)}, f, indent=2)
 
 
 def eval_all(names, out, seeds, num_samples, data_dir=""):
@@ -120,6 +121,8 @@ def eval_all(names, out, seeds, num_samples, data_dir=""):
             floors[source] = compute_mmds(ds.test, ds.train, "paper")
         per_seed = []
         for seed in range(seeds):
+            if not os.path.exists(os.path.join(out, "samples", f"{name}_seed{seed}.json")):
+                break
             graphs = read_graph_list(os.path.join(out, "samples", f"{name}_seed{seed}.json")).graphs
             t0 = time.time()
             m = compute_mmds(ds.test, graphs, "paper")

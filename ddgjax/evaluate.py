@@ -87,7 +87,6 @@ def main(argv=None) -> int:
         return int(e.code or 0)
 
     from ddgjax.graphs import GraphFormatError, select_split
-    from ddgjax.metrics import evaluate_generated
 
     try:
         with warnings.catch_warnings():
@@ -104,6 +103,8 @@ def main(argv=None) -> int:
             if args.validity and train is None:
                 raise ValueError("--validity needs training graphs for novelty: pass --train "
                                  "PATH[:SPLIT] (or a --reference file with a 'train' split)")
+            from ddgjax.metrics import evaluate_generated   # JAX: only once input is good
+
             result = evaluate_generated(generated, reference, protocol=args.protocol,
                                         train=train, validity=args.validity)
     except (GraphFormatError, ValueError, OSError) as e:

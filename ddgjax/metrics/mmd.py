@@ -18,8 +18,9 @@ MMD^2 (biased, V-statistic, all pairs including ``i = j``)::
 reported as is, without a square root.
 
 Kernel matrices are computed in JAX (float32 unless x64 is enabled; features are
-centred first so that float32 keeps their differences accurate) in row blocks; the
-means are taken on the host in float64. Against float64 NumPy the results differ by
+centred first so that float32 keeps their differences accurate), all statistics of a
+protocol in one jitted program, in row blocks; the means are taken on the host in
+float64. Against float64 NumPy the results differ by
 ~1e-8, far below the 1e-6 tolerance of the reference table.
 
 Protocols (REFERENCE.md section 4):
@@ -127,64 +128,135 @@ def _pad_to(a: np.ndarray, width: int) -> np.ndarray:
     return np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
-@partial(jax.jit, static_argnames=("kind",))
-def _kernel_block(x, y, kind: str, sigma, bin_width):
-    """``[R, F]`` x ``[C, F]`` -> ``[R, C]`` kernel values."""
-    diff = x[:, None, :] - y[None, :, :]
-    if kind == "emd":
-        dist = jnp.abs(diff).sum(-1) * bin_width
-        sq = dist * dist
-    elif kind == "tv":
-        dist = 0.5 * jnp.abs(diff).sum(-1)
-        sq = dist * dist
-    elif kind == "l2":
-        sq = (diff * diff).sum(-1)
-    else:
-        raise ValueError(kind)
-    return jnp.exp(-sq / (2.0 * sigma * sigma))
+def _l1_scale(spec: KernelSpec) -> float:
+    return spec.bin_width if spec.kind == "emd" else 0.5
+
+
+@partial(jax.jit, static_argnames=("l2",))
+def _kernel_blocks(xs, ys, l2: tuple, sigmas, scales):
+    """Kernel blocks of several statistics in one program.
+
+    Args:
+      xs, ys: tuples of ``[R, F_s]`` and ``[C, F_s]`` features, one per statistic.
+      l2: static tuple of bools: squared Euclidean distance (True) or a scaled L1
+        distance, squared (False: EMD on cumulative sums, or TV with scale 1/2).
+      sigmas, scales: ``[S]`` bandwidths and L1 scales.
+
+    Returns:
+      ``[S, R, C]`` kernel values.
+    """
+    out = []
+    for i, (x, y, is_l2) in enumerate(zip(xs, ys, l2)):
+        diff = x[:, None, :] - y[None, :, :]
+        if is_l2:
+            sq = (diff * diff).sum(-1)
+        else:
+            dist = jnp.abs(diff).sum(-1) * scales[i]
+            sq = dist * dist
+        out.append(jnp.exp(-sq / (2.0 * sigmas[i] * sigmas[i])))
+    return jnp.stack(out)
 
 
 def _bucket(k: int, minimum: int = 8) -> int:
-    return max(minimum, 1 << max(0, k - 1).bit_length())
+    """Padded size: a power of two up to 256, then a multiple of 256."""
+    if k <= 256:
+        return max(minimum, 1 << max(0, k - 1).bit_length())
+    return -(-k // 256) * 256
+
+
+def kernel_matrices(xs, ys, specs) -> list:
+    """Kernel matrices ``float64[n, m]`` of several statistics, computed together.
+
+    Args:
+      xs, ys: per statistic, ``[n, F_s]`` and ``[m, F_s]`` feature rows (the same
+        ``n`` and ``m`` for every statistic); for EMD kernels the rows must already
+        be cumulative sums of the histograms.
+      specs: the :class:`KernelSpec` of each statistic.
+
+    One jitted program evaluates all statistics, in row blocks. Rows, columns and
+    features are zero-padded to a few bucketed shapes (so jit compiles rarely); padded
+    features are zero on both sides and add nothing, padded rows and columns are cut
+    off. Features are centred first: no distance changes, and float32 keeps the
+    differences of large values.
+    """
+    xs = [np.asarray(x, np.float64) for x in xs]
+    ys = [np.asarray(y, np.float64) for y in ys]
+    n, m = len(xs[0]), len(ys[0])
+    for x, y in zip(xs, ys):
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1] or len(x) != n or len(
+                y) != m:
+            raise ValueError(f"feature shapes {x.shape} and {y.shape} do not match")
+    if n == 0 or m == 0:
+        return [np.zeros((n, m)) for _ in xs]
+    dtype = jnp.result_type(float)
+    cols = _bucket(m)
+    widths = [-(-x.shape[1] // 32) * 32 for x in xs]
+    rows = max(8, _BLOCK_BUDGET // (cols * sum(widths)))
+    rows = min(1 << (rows.bit_length() - 1), _bucket(n))
+    n_pad = -(-n // rows) * rows
+    xps, yps = [], []
+    for x, y, w in zip(xs, ys, widths):
+        centre = np.concatenate([x, y]).mean(0)
+        xp = np.zeros((n_pad, w))
+        xp[:n, :x.shape[1]] = x - centre
+        yp = np.zeros((cols, w))
+        yp[:m, :y.shape[1]] = y - centre
+        xps.append(xp)
+        yps.append(jnp.asarray(yp, dtype))
+    l2 = tuple(spec.kind == "l2" for spec in specs)
+    sigmas = jnp.asarray([spec.sigma for spec in specs], dtype)
+    scales = jnp.asarray([_l1_scale(spec) for spec in specs], dtype)
+    blocks = []
+    for start in range(0, n_pad, rows):
+        xb = tuple(jnp.asarray(xp[start:start + rows], dtype) for xp in xps)
+        blocks.append(np.asarray(_kernel_blocks(xb, tuple(yps), l2, sigmas, scales),
+                                 np.float64))
+    k = np.concatenate(blocks, axis=1)[:, :n, :m]
+    return list(k)
 
 
 def kernel_matrix(x, y, kind: str, sigma: float, bin_width: float = 1.0) -> np.ndarray:
-    """Kernel matrix ``float64[len(x), len(y)]`` between feature rows (see module doc).
-
-    For ``kind="emd"`` the rows must already be cumulative sums of the histograms.
-    Rows, columns and features are zero-padded to a few bucketed shapes (so jit
-    compiles rarely); padded features are zero on both sides and add nothing, padded
-    rows and columns are cut off.
-    """
-    x = np.asarray(x, np.float64)
-    y = np.asarray(y, np.float64)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
-        raise ValueError(f"feature shapes {x.shape} and {y.shape} do not match")
-    n, m, f = len(x), len(y), x.shape[1]
-    if n == 0 or m == 0:
-        return np.zeros((n, m))
-    dtype = jnp.result_type(float)
-    # Centring changes no distance and lets float32 keep differences of large values.
-    centre = np.concatenate([x, y]).mean(0)
-    fb = -(-f // 128) * 128
-    cols = _bucket(m)
-    yd = np.zeros((cols, fb))
-    yd[:m, :f] = y - centre
-    yd = jnp.asarray(yd, dtype)
-    rows = max(8, _BLOCK_BUDGET // (cols * fb))
-    rows = min(1 << (rows.bit_length() - 1), _bucket(n))
-    xp = np.zeros((-(-n // rows) * rows, fb))
-    xp[:n, :f] = x - centre
-    out = [np.asarray(_kernel_block(jnp.asarray(xp[s:s + rows], dtype), yd, kind, sigma,
-                                    bin_width), np.float64)
-           for s in range(0, len(xp), rows)]
-    return np.concatenate(out)[:n, :m]
+    """Kernel matrix ``float64[len(x), len(y)]`` of one kernel (see :func:`kernel_matrices`)."""
+    if kind not in ("emd", "tv", "l2"):
+        raise ValueError(f"unknown kernel {kind!r}")
+    return kernel_matrices([x], [y], [KernelSpec(kind, sigma, bin_width)])[0]
 
 
 def mmd2_from_kernels(kxx, kyy, kxy) -> float:
     """Biased MMD^2: ``mean(kxx) + mean(kyy) - 2 mean(kxy)`` (float64 means)."""
     return float(np.mean(kxx, dtype=np.float64) + np.mean(kyy, dtype=np.float64)
                  - 2.0 * np.mean(kxy, dtype=np.float64))
+
+
+def _joint_features(x, y, spec: KernelSpec) -> np.ndarray:
+    """Both sets' rows, padded to one width, normalised and (EMD) cumulated."""
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    if len(x) == 0 or len(y) == 0:
+        raise ValueError("MMD needs at least one graph on each side")
+    width = max(x.shape[1], y.shape[1])
+    z = np.concatenate([_pad_to(x, width), _pad_to(y, width)])
+    if spec.histogram:
+        z = normalise_histograms(z)
+    if spec.kind == "emd":
+        z = np.cumsum(z, -1)
+    return z
+
+
+def mmd2_many(pairs, specs) -> list:
+    """Biased MMD^2 of several statistics, kernels evaluated in one program.
+
+    Args:
+      pairs: per statistic, ``(x, y)`` with ``x [n, F1]`` and ``y [m, F2]`` features
+        (histogram counts when ``spec.histogram``; zero-padded to a common width);
+        ``n`` and ``m`` must be the same for every statistic.
+      specs: the kernels.
+    """
+    zs = [_joint_features(x, y, spec) for (x, y), spec in zip(pairs, specs)]
+    n = len(pairs[0][0])
+    # One kernel matrix over both sets (one evaluation, not three), then its blocks.
+    ks = kernel_matrices(zs, zs, specs)
+    return [mmd2_from_kernels(k[:n, :n], k[n:, n:], k[:n, n:]) for k in ks]
 
 
 def mmd2(x, y, spec: KernelSpec) -> float:
@@ -195,21 +267,7 @@ def mmd2(x, y, spec: KernelSpec) -> float:
         ``spec.histogram``; zero-padded to a common width here).
       spec: the kernel.
     """
-    x = np.asarray(x, np.float64)
-    y = np.asarray(y, np.float64)
-    if len(x) == 0 or len(y) == 0:
-        raise ValueError("MMD needs at least one graph on each side")
-    width = max(x.shape[1], y.shape[1])
-    x, y = _pad_to(x, width), _pad_to(y, width)
-    if spec.histogram:
-        x, y = normalise_histograms(x), normalise_histograms(y)
-    if spec.kind == "emd":
-        x, y = np.cumsum(x, -1), np.cumsum(y, -1)
-    # One kernel matrix over both sets (one compilation, not three), then its blocks.
-    z = np.concatenate([x, y])
-    k = kernel_matrix(z, z, kind=spec.kind, sigma=spec.sigma, bin_width=spec.bin_width)
-    n = len(x)
-    return mmd2_from_kernels(k[:n, :n], k[n:, n:], k[:n, n:])
+    return mmd2_many([(x, y)], [spec])[0]
 
 
 # ----------------------------------------------------------------------------
@@ -243,9 +301,10 @@ def mmds_from_statistics(reference: GraphStatistics, generated: GraphStatistics,
                          protocol: str | Protocol = "paper") -> dict:
     """MMD^2 per statistic of the protocol, plus ``avg`` of degree/clustering/orbit."""
     proto = get_protocol(protocol)
-    out = {}
-    for name, spec in proto.kernels.items():
-        out[name] = mmd2(_features(reference, name), _features(generated, name), spec)
+    names = list(proto.kernels)
+    values = mmd2_many([(_features(reference, k), _features(generated, k)) for k in names],
+                       [proto.kernels[k] for k in names])
+    out = dict(zip(names, values))
     out["avg"] = float(np.mean([out["degree"], out["clustering"], out["orbit"]]))
     return out
 

@@ -83,10 +83,10 @@ def max_degree_bucket(adj) -> int:
 
     Rounded up to a multiple of 4 so that jit compiles once for many batches.
     """
-    adj = np.asarray(adj)
-    if adj.size == 0:
-        return 1
-    d = int((adj > 0.5).sum(-1).max()) if adj.ndim >= 2 and adj.shape[-1] else 0
+    a = np.asarray(adj) > 0.5
+    if a.size == 0:
+        return 4
+    d = int((a.sum(-1) + a.sum(-2)).max())   # >= the degree after symmetrisation
     return max(4, -(-d // 4) * 4)
 
 
@@ -110,11 +110,14 @@ def orbit_counts(adj, node_mask, max_degree: int | None = None) -> jax.Array:
         >>> import networkx as nx, numpy as np
         >>> a = nx.to_numpy_array(nx.cycle_graph(4))[None].astype(np.float32)
         >>> orbit_counts(a, np.ones((1, 4), bool))[0, 0].tolist()
-        [2, 2, 1, 0, 2, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        [2, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]
     """
     n = adj.shape[-1]
     if max_degree is None:
-        max_degree = n if isinstance(adj, jax.core.Tracer) else max_degree_bucket(adj)
+        try:
+            max_degree = max_degree_bucket(np.asarray(adj))
+        except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+            max_degree = n
     max_degree = int(min(max(max_degree, 1), max(n, 1)))
     return _orbit_counts(jnp.asarray(adj), jnp.asarray(node_mask, dtype=bool), max_degree)
 
@@ -171,8 +174,7 @@ def _orbit_counts(adj, node_mask, max_degree: int):
     n11 = tri * (deg - 2)
     # Diamond, v of degree 2: (1/2) sum_{u,w} A_vu A_vw A_uw (c_uw - 1) = diag(A B A)/2.
     bmat = (ai * (c - 1)).astype(mm_dtype)
-    n12 = to_int((mm(a, bmat) * a).sum(-1)) // 2 if mm_dtype == jnp.float32 else (
-        (mm(a, bmat) * a).sum(-1) // 2)
+    n12 = to_int((mm(a, bmat) * a).sum(-1)) // 2
     n13 = (ai * (c * (c - 1) // 2)).sum(-1)
     n14 = _k4_per_node(a_bool, deg, max_degree)
 
@@ -186,21 +188,19 @@ def _orbit_counts(adj, node_mask, max_degree: int):
 def _k4_per_node(a_bool, deg, max_degree: int):
     """Number of K4 containing each node: triangles inside its neighbourhood.
 
-    Gathers each node's neighbourhood block ``A[N(v), N(v)]`` padded to ``D`` (the
-    neighbour indices are the ``top_k`` of the 0/1 adjacency row; slots past the
-    degree are masked),
-    then counts triangles as ``sum((S @ S) * S) / 6``.
+    Gathers each node's neighbourhood block ``S = A[N(v), N(v)]`` padded to ``D``
+    (the neighbour indices are the ``top_k`` of the 0/1 adjacency row; slots past the
+    degree are masked), then counts triangles as ``sum((S @ S) * S) / 6``.
     """
     b, n, _ = a_bool.shape
     d = max_degree
     # Indices of the (at most D) neighbours come first: top_k of the 0/1 row.
     order = jax.lax.top_k(a_bool.astype(jnp.float32), d)[1]              # [B, N, D]
     valid = jnp.arange(d)[None, None, :] < deg[..., None]                 # [B, N, D]
-    rows = jnp.take_along_axis(a_bool[:, None, :, :],
-                               order[:, :, :, None], axis=2)              # [B, N, D, N]
-    sub = jnp.take_along_axis(rows, order[:, :, None, :], axis=3)        # [B, N, D, D]
-    sub = sub & valid[..., :, None] & valid[..., None, :]
+    flat = order[:, :, :, None] * n + order[:, :, None, :]                # [B, N, D, D]
+    sub = jnp.take_along_axis(a_bool.reshape(b, n * n), flat.reshape(b, -1), axis=1)
+    sub = sub.reshape(b, n, d, d) & valid[..., :, None] & valid[..., None, :]
     s = sub.astype(jnp.float32)
-    # Entries of S @ S are at most D <= N, exact in float32.
-    ss = jnp.matmul(s, s, precision=jax.lax.Precision.HIGHEST)
-    return jnp.rint((ss * s).sum((-1, -2))).astype(jnp.int32) // 6
+    # Entries of S @ S are at most D, exact in float32; the sum is done in int32.
+    ss = jnp.rint(jnp.matmul(s, s, precision=jax.lax.Precision.HIGHEST)).astype(jnp.int32)
+    return jnp.where(sub, ss, 0).sum((-1, -2)) // 6

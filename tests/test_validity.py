@@ -1,0 +1,109 @@
+"""Planar and SBM validity, uniqueness, novelty, V.U.N."""
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from ddgjax.graphs import read_graph_list, select_split
+from ddgjax.metrics.validity import (first_occurrence_mask, fit_sbm, is_planar_valid,
+                                     is_sbm_valid, novel_mask, sbm_block_counts,
+                                     sbm_description_length, sbm_wald_pvalue, vun_metrics)
+
+DATA = Path(__file__).parents[1].parent / "shared" / "data"
+
+
+def planted_sbm(sizes, p_intra=0.3, p_inter=0.005, seed=0):
+    k = len(sizes)
+    probs = np.full((k, k), p_inter)
+    np.fill_diagonal(probs, p_intra)
+    g = nx.stochastic_block_model(list(sizes), probs.tolist(), seed=seed)
+    truth = np.array([g.nodes[v]["block"] for v in g.nodes])
+    return nx.convert_node_labels_to_integers(g), truth
+
+
+def same_partition(a, b) -> bool:
+    pairs = set(zip(a.tolist(), b.tolist()))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+def test_planar_validity():
+    assert is_planar_valid(nx.grid_2d_graph(4, 5))
+    assert is_planar_valid(nx.complete_graph(4))
+    assert not is_planar_valid(nx.complete_graph(5))
+    assert not is_planar_valid(nx.complete_bipartite_graph(3, 3))
+    assert not is_planar_valid(nx.disjoint_union(nx.cycle_graph(4), nx.cycle_graph(3)))
+    assert not is_planar_valid(nx.empty_graph(0))
+    assert is_planar_valid(nx.empty_graph(1))
+
+
+def test_wald_pvalue_by_hand():
+    sizes = np.array([20.0, 30.0])
+    # Exactly p_intra inside, exactly p_inter between: W = 0, every p-value 1.
+    e = np.array([[0.3 * 20 * 19, 0.005 * 600], [0.005 * 600, 0.3 * 30 * 29]])
+    assert sbm_wald_pvalue(sizes, e) == pytest.approx(1.0, abs=1e-6)
+    # No edges between the blocks: W = 0.005^2 / 1e-6 = 25 off the diagonal.
+    e0 = e.copy()
+    e0[0, 1] = e0[1, 0] = 0
+    p_off = 1 - __import__("scipy").stats.chi2.cdf(25.0, 1)
+    assert sbm_wald_pvalue(sizes, e0) == pytest.approx((2 + 2 * p_off) / 4, abs=1e-6)
+
+
+def test_fit_recovers_planted_blocks_and_dl_prefers_them():
+    g, truth = planted_sbm([25, 35, 30], seed=11)
+    blocks = fit_sbm(g)
+    assert same_partition(blocks, truth)
+    rng = np.random.default_rng(0)
+    assert sbm_description_length(nx.to_numpy_array(g), truth) < sbm_description_length(
+        nx.to_numpy_array(g), rng.integers(0, 3, size=len(truth)))
+    sizes, e = sbm_block_counts(g, blocks)
+    assert sorted(sizes.tolist()) == [25, 30, 35]
+    assert e.sum() == 2 * g.number_of_edges()
+
+
+def test_sbm_validity_examples():
+    g, _ = planted_sbm([30, 30, 30], seed=4)
+    assert is_sbm_valid(g)
+    assert not is_sbm_valid(nx.gnp_random_graph(90, 0.1, seed=1))        # one block
+    small, _ = planted_sbm([10, 12], seed=2)                               # blocks < 20
+    assert not is_sbm_valid(small)
+    dense, _ = planted_sbm([30, 30], p_intra=0.6, seed=3)                  # wrong p_intra
+    assert not is_sbm_valid(dense)
+    assert not is_sbm_valid(nx.empty_graph(50))
+
+
+def test_sbm_pass_rate_on_spectre_training_graphs():
+    """The original (graph-tool) passes 85.9% of these; the band allows our own fit."""
+    if not DATA.is_dir():
+        pytest.skip(f"dataset directory {DATA} not found")
+    train = select_split(read_graph_list(DATA / "spectre_sbm.json"), "train")
+    rate = np.mean([is_sbm_valid(g, use_graph_tool=False) for g in train])
+    assert 0.75 <= rate <= 0.95, rate
+
+
+def test_uniqueness_novelty_vun():
+    c6 = nx.cycle_graph(6)
+    c6_relabelled = nx.relabel_nodes(c6, {i: (i * 5) % 6 for i in range(6)})
+    p6 = nx.path_graph(6)
+    k5 = nx.complete_graph(5)
+    grid = nx.grid_2d_graph(2, 3)                       # planar, not isomorphic to c6/p6
+    gen = [c6, c6_relabelled, p6, k5, grid, nx.path_graph(6)]
+    np.testing.assert_array_equal(first_occurrence_mask(gen),
+                                  [True, False, True, True, True, False])
+    train = [nx.path_graph(6), nx.star_graph(4)]
+    np.testing.assert_array_equal(novel_mask(gen, train), [True, True, False, True, True, False])
+    out = vun_metrics(gen, train, "planar")
+    # valid: all but K5; unique: 4/6; novel: 4/6; V.U.N.: c6 and grid.
+    assert out == pytest.approx({"valid": 5 / 6, "unique": 4 / 6, "novel": 4 / 6,
+                                 "vun": 2 / 6})
+    with pytest.raises(ValueError, match="unknown validity"):
+        vun_metrics(gen, train, "trees")
+
+
+def test_wl_collisions_are_resolved_by_isomorphism():
+    # Two non-isomorphic 3-regular graphs on 6 nodes that 1-WL cannot tell apart.
+    prism = nx.circular_ladder_graph(3)
+    k33 = nx.complete_bipartite_graph(3, 3)
+    assert not nx.is_isomorphic(prism, k33)
+    assert first_occurrence_mask([prism, k33]).tolist() == [True, True]
+    assert novel_mask([prism], [k33]).tolist() == [True]
