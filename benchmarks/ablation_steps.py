@@ -1,7 +1,10 @@
 """The paper's ablation "average MMD vs number of denoising steps" on Ego-small, with timing.
 
     DDGJAX_DATA=.data python benchmarks/ablation_steps.py --out docs/results/ablation_steps \\
-        --epochs 1500 --seeds 4 --steps 8,16,32,48,64,128,256,512,1024 --samples 256
+        --epochs 1000 --seeds 4 --steps 8,16,32,48,64,128,256,512,1024 --samples 256
+
+(about 7 minutes on one H200: ~15 ms per epoch of 160 graphs, ~7 s of compilation
+per model, ~2 s per (model, K) for sampling and evaluation; see docs/gaussian.md).
 
 For each method (PPGN L_simple, discrete; PPGN-Score, Gaussian) and each training
 seed, trains one model with ``ddgjax.training.train_and_evaluate`` (T = 1024
@@ -13,10 +16,17 @@ against the test split with ``ddgjax.metrics.compute_mmds``. Node counts of the
 samples come from the training split with ``--sample_seed``, the same for every
 K and model.
 
-Sampling time: for the first seed of each method, the jitted sampler of each K
-runs ``--time_repeats`` more times on the same batch of ``--samples`` graphs
-(after a warm-up call); the median seconds / ``--samples`` is the time per graph.
+Sampling time: after all sampling, in the same process, for every method and K
+the jitted sampler runs ``--time_repeats`` times on one batch of ``--samples``
+graphs (after a warm-up call); the median seconds / ``--samples`` is the time per
+graph. It uses the first seed's model, or freshly initialised parameters of the
+same model for a method merged from an earlier call (time does not depend on
+the weights), so both methods are always timed on the same device.
 ``generate``'s own one-call measurement is also recorded for every run.
+
+Two calls instead of one (more epochs per call): ``--methods discrete`` first,
+then ``--methods gaussian --merge`` with the first call's ``--out`` (its JSON)
+present in the repository.
 
 Writes into ``--out``: ``ablation_steps.json`` (everything, rewritten after each
 trained model so an interrupted run leaves what it had), ``ablation_steps.png``
@@ -59,7 +69,7 @@ def parse_args(argv=None):
     ap.add_argument("--out", required=True, help="output directory (JSON, PNG, markdown)")
     ap.add_argument("--workdir", default="/tmp/ddgjax_ablation_runs",
                     help="where the trained runs go (reused when rerun)")
-    ap.add_argument("--epochs", type=int, default=1500, help="training epochs per model")
+    ap.add_argument("--epochs", type=int, default=1000, help="training epochs per model")
     ap.add_argument("--seeds", type=int, default=4, help="training seeds per method (0..S-1)")
     ap.add_argument("--steps", default="8,16,32,48,64,128,256,512,1024",
                     help="comma-separated numbers of denoising steps")
@@ -75,6 +85,11 @@ def parse_args(argv=None):
                     help="a method 'reaches' the discrete best quality at the first K whose "
                          "mean avg MMD <= (1 + tolerance) * that best")
     ap.add_argument("--compute_dtype", default="float32")
+    ap.add_argument("--gaussian_eta", type=float, default=1.0,
+                    help="Gaussian sampler: 1 = ancestral DDPM steps (default), 0 = DDIM")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs of methods not trained now from an earlier "
+                         "ablation_steps.json in --out (to split the work over two calls)")
     return ap.parse_args(argv)
 
 
@@ -91,6 +106,8 @@ def make_config(method: str, args, seed: int):
     cfg.train.checkpoint_every_epochs = max(1, args.epochs // 5)
     cfg.train.log_every_epochs = max(1, args.epochs // 20)
     cfg.model.compute_dtype = args.compute_dtype
+    if cfg.diffusion.kind == "gaussian":
+        cfg.diffusion.gaussian.eta = args.gaussian_eta
     return cfg
 
 
@@ -121,6 +138,26 @@ def time_sampler(run, num_steps: int, num: int, seed: int, repeats: int) -> floa
         jax.block_until_ready(sampler(run.params, keys, mask))
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def timing_run(method: str, args, workdir: str, dataset):
+    """The first seed's trained run of ``method`` if it is in ``workdir``, else the same
+    model with freshly initialised parameters (sampling time does not depend on the
+    weights), so that both methods are always timed in the same process and device."""
+    from ddgjax import checkpoints, training
+    from ddgjax.datasets import max_num_nodes, node_count_distribution
+    from ddgjax.sampling import Run, load_run
+
+    wd = os.path.join(workdir, f"{method}_seed0")
+    if os.path.isdir(wd) and checkpoints.latest_step(wd, "best") is not None:
+        return load_run(wd, "best"), "trained"
+    cfg = make_config(method, args, 0)
+    model = training.model_from_config(cfg)
+    n = max_num_nodes(dataset.train + dataset.test + dataset.val)
+    state = training.init_state(model, training.make_optimizer(cfg.train, 1),
+                                jax.random.key(0), n)
+    return Run(cfg, model, training.schedule_from_config(cfg), state.params, n,
+               node_count_distribution(dataset.train), {}), "initialised"
 
 
 def reach(mean_by_k: dict, target: float, tol: float):
@@ -217,7 +254,9 @@ def markdown(summary: dict, timing: dict, steps: list[int], meta: dict) -> str:
              f"Device: {meta['device']}; JAX {meta['jax']}; {meta['epochs']} epochs, "
              f"{meta['seeds']} seeds, {meta['samples']} samples per point, T = "
              f"{meta['timesteps']} trained levels. Command: `{meta['command']}`", "",
-             "## Average MMD (paper protocol), mean ± std over seeds", "",
+             *[f"Merged from an earlier call: {m} ({v['epochs']} epochs, {v['device']}; "
+               f"`{v['command']}`)." for m, v in meta.get("merged", {}).items()],
+             "", "## Average MMD (paper protocol), mean ± std over seeds", "",
              "| steps | " + " | ".join(METHODS[m][1] for m in summary["aggregate"]) + " |",
              "|---|" + "---|" * len(summary["aggregate"])]
     for k in steps:
@@ -236,7 +275,7 @@ def markdown(summary: dict, timing: dict, steps: list[int], meta: dict) -> str:
             cells.append(" / ".join(f"{v[s]['mean']:.4f}" for s in STATS[:3]) if v else "")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     lines += ["", f"## Sampling time per graph (ms; batches of {meta['samples']} graphs, "
-              "median of repeated calls, first seed's model)", "",
+              "median of repeated calls)", "",
               "| steps | " + " | ".join(METHODS[m][1] for m in timing) + " |",
               "|---|" + "---|" * len(timing)]
     for k in steps:
@@ -299,10 +338,23 @@ def main(argv=None):
             "args": vars(args)}
     log(f"{meta['device']}, reference: {len(reference)} test graphs of {cfg0.data.source}")
     results: dict = {m: [] for m in methods}
-    timing: dict = {m: {} for m in methods}
+    timing: dict = {}
     json_path = os.path.join(args.out, "ablation_steps.json")
+    if args.merge and os.path.exists(json_path):
+        with open(json_path) as f:
+            old = json.load(f)
+        for m, runs in old.get("runs", {}).items():
+            if m not in methods and runs:
+                results[m] = runs
+                meta.setdefault("merged", {})[m] = {
+                    k: old["meta"].get(k) for k in ("device", "epochs", "samples", "timesteps",
+                                                   "steps", "command")}
+                log(f"merged {len(runs)} earlier {m} runs from {json_path} "
+                    f"({old['meta'].get('epochs')} epochs)")
 
     def write():
+        nonlocal results
+        results = {m: results[m] for m in METHODS if m in results}
         summary = summarise(results, timing, steps, args.tolerance)
         tmp = json_path + ".part"
         with open(tmp, "w") as f:
@@ -335,10 +387,6 @@ def main(argv=None):
                 row.update(generate_seconds_per_graph=1.0 / res["graphs_per_second"],
                            compile_seconds=res["compile_seconds"],
                            mean_edges=float(np.mean([g.number_of_edges() for g in res["graphs"]])))
-                if seed == 0 and args.time_repeats > 0:
-                    sec = time_sampler(run, k, args.samples, args.sample_seed, args.time_repeats)
-                    timing[method][str(k)] = sec / args.samples
-                    row["timed_seconds_per_graph"] = sec / args.samples
                 entry["by_steps"][str(k)] = row
                 log(f"  {method} seed {seed} K={k:5d}: avg {row['avg']:.4f} (deg "
                     f"{row['degree']:.4f} clus {row['clustering']:.4f} orb {row['orbit']:.4f}), "
@@ -347,6 +395,18 @@ def main(argv=None):
             results[method].append(entry)
             write()
 
+    results = {m: results[m] for m in METHODS if m in results}
+    # Timing: every method of the results, in this process on this device (see timing_run).
+    if args.time_repeats > 0:
+        for method in results:
+            run, origin = timing_run(method, args, args.workdir, ds)
+            timing[method] = {}
+            meta.setdefault("timing_params", {})[method] = origin
+            for k in steps:
+                sec = time_sampler(run, k, args.samples, args.sample_seed, args.time_repeats)
+                timing[method][str(k)] = sec / args.samples
+                log(f"  time {method} K={k:5d}: {1e3 * sec / args.samples:.4f} ms/graph "
+                    f"({args.samples} graphs in {sec:.3f} s, {origin} parameters)")
     summary = write()
     plot(os.path.join(args.out, "ablation_steps.png"), summary, steps, args.seeds, args.samples)
     md = markdown(summary, timing, steps, meta)

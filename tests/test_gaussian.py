@@ -236,7 +236,7 @@ def test_step_with_true_x0_preserves_the_forward_marginal():
 def test_sampler_with_a_perfect_model_returns_the_graph():
     sched = gaussian.make_gaussian_schedule("cosine", T)
     adj, mask = random_batch(7, [6, 9, 3], 9)
-    for num_steps, eta in [(1, 1.0), (3, 0.0), (T, 1.0)]:
+    for num_steps, eta in [(3, 0.0), (T, 1.0)]:
         out, chain = jax.jit(lambda key: gaussian.sample_graphs(
             oracle(adj, mask, sched), key, mask, sched, num_steps, eta=eta,
             return_chain=True))(jax.random.key(0))
@@ -248,6 +248,7 @@ def test_sampler_with_a_perfect_model_returns_the_graph():
 def test_make_sampler_output_is_a_valid_adjacency():
     cfg = gaussian_test_config()
     cfg.model.name = "edp"  # reads t_index (PPGN, sigma_t, is covered by the CLI test)
+    cfg.model.edp.num_layers, cfg.model.edp.gin_steps = 1, 1
     model = training.model_from_config(cfg)
     tx = training.make_optimizer(cfg.train, 1)
     params = training.init_state(model, tx, jax.random.key(0), 10).params
@@ -277,6 +278,7 @@ def test_make_sampler_output_is_a_valid_adjacency():
 
 def test_jitted_steps_lower_the_loss():
     cfg = gaussian_test_config()
+    cfg.model.ppgn.num_blocks = 1
     cfg.train.lr = 5e-3
     data = graphs_to_batch(generate_graphs("community_small", 8, seed=3), 20)
     model = training.model_from_config(cfg)
