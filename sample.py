@@ -82,7 +82,8 @@ def run_sampling():
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     draw_graph_grid(os.path.join(out_dir, "grid.png"),
                     [("generated", graphs[:8]), ("training", ds.train[:8])])
-    print(f"sampled {num} graphs ({res['num_steps']} steps, algorithm {res['algorithm']}) "
+    how = f"algorithm {res['algorithm']}" if res["algorithm"] else "Gaussian reverse process"
+    print(f"sampled {num} graphs ({res['num_steps']} steps, {how}) "
           f"at {res['graphs_per_second']:.1f} graphs/s (compile {res['compile_seconds']:.1f} s); "
           f"wrote {out_dir}/samples.json and grid.png")
     if _EVAL.value != "none" and ds.test:

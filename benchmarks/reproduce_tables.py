@@ -61,7 +61,7 @@ def train_summary(wd):
     return ends[-1] if ends else {}
 
 
-def sample_all(names, out, seeds, num_samples):
+def sample_all(names, out, seeds, num_samples, algorithm=None, tag=""):
     """Sample every run (best checkpoint) for each seed; write samples and timings."""
     from ddgjax.graphs import write_graph_list
     from ddgjax.sampling import generate, load_run
@@ -75,23 +75,24 @@ def sample_all(names, out, seeds, num_samples):
             continue
         timings = []
         for seed in range(seeds):
-            res = generate(run, num_samples, seed=seed, batch_size=num_samples)
+            res = generate(run, num_samples, seed=seed, batch_size=num_samples,
+                           algorithm=algorithm)
             timings.append({"seed": seed, "seconds": res["seconds"],
                             "compile_seconds": res["compile_seconds"],
                             "graphs_per_second": res["graphs_per_second"]})
-            write_graph_list(os.path.join(out, "samples", f"{name}_seed{seed}.json"),
-                             res["graphs"], name=f"{name} seed {seed}",
+            write_graph_list(os.path.join(out, "samples", f"{name}{tag}_seed{seed}.json"),
+                             res["graphs"], name=f"{name}{tag} seed {seed}",
                              generated_by={"checkpoint_epoch": run.meta.get("epoch"),
                                            "algorithm": res["algorithm"],
                                            "num_steps": res["num_steps"]})
             print(f"{name} seed {seed}: {res['graphs_per_second']:.1f} graphs/s", flush=True)
             # rewritten after every seed, so a run stopped by a time limit keeps its timings
-            with open(os.path.join(out, "samples", f"{name}_timing.json"), "w") as f:
+            with open(os.path.join(out, "samples", f"{name}{tag}_timing.json"), "w") as f:
                 json.dump({"checkpoint_epoch": run.meta.get("epoch"), "seeds": timings,
                            "train": train_summary(wd)}, f, indent=2)
 
 
-def eval_all(names, out, seeds, num_samples, data_dir=""):
+def eval_all(names, out, seeds, num_samples, data_dir="", tag=""):
     """Paper-protocol MMDs of each run's samples (``--phase sample`` output, sampled
     here if missing) against the test split; the train/test floor; ratios."""
     import numpy as np
@@ -105,8 +106,8 @@ def eval_all(names, out, seeds, num_samples, data_dir=""):
     floors = {}
     for name in names:
         wd = os.path.join(out, name)
-        timing_path = os.path.join(out, "samples", f"{name}_timing.json")
-        if not os.path.exists(os.path.join(out, "samples", f"{name}_seed0.json")):
+        timing_path = os.path.join(out, "samples", f"{name}{tag}_timing.json")
+        if not tag and not os.path.exists(os.path.join(out, "samples", f"{name}_seed0.json")):
             sample_all([name], out, seeds, num_samples)
         if not os.path.exists(timing_path):
             print(f"skip {name}: no samples", flush=True)
@@ -121,31 +122,33 @@ def eval_all(names, out, seeds, num_samples, data_dir=""):
             floors[source] = compute_mmds(ds.test, ds.train, "paper")
         per_seed = []
         for seed in range(seeds):
-            if not os.path.exists(os.path.join(out, "samples", f"{name}_seed{seed}.json")):
+            path = os.path.join(out, "samples", f"{name}{tag}_seed{seed}.json")
+            if not os.path.exists(path):
                 break
-            graphs = read_graph_list(os.path.join(out, "samples", f"{name}_seed{seed}.json")).graphs
+            graphs = read_graph_list(path).graphs
             t0 = time.time()
             m = compute_mmds(ds.test, graphs, "paper")
             m["eval_seconds"] = time.time() - t0
             per_seed.append(m)
             if seed == 0:
-                draw_graph_grid(os.path.join(out, f"{name}.png"),
+                draw_graph_grid(os.path.join(out, f"{name}{tag}.png"),
                                 [("generated", graphs[:8]), ("training", ds.train[:8])])
             print(f"{name} seed {seed}: {m}", flush=True)
         speeds = [t["graphs_per_second"] for t in timing["seeds"]]
         row = {"train": timing.get("train") or train_summary(wd),
                "graphs_per_second": float(np.median(speeds)),
                "checkpoint_epoch": timing.get("checkpoint_epoch"), "floor": floors[source],
+               "dataset": os.path.splitext(os.path.basename(source))[0],
                "seeds": per_seed}
         for k in ("degree", "clustering", "orbit", "avg"):
             vals = np.array([s[k] for s in per_seed])
             row[k] = {"mean": float(vals.mean()), "std": float(vals.std())}
             if k in floors[source] and floors[source][k] > 0:
                 row[k]["ratio_to_floor"] = float(vals.mean() / floors[source][k])
-        results[name] = row
-        with open(os.path.join(out, "results.json"), "w") as f:
+        results[name + tag] = row
+        with open(os.path.join(out, f"results{tag}.json"), "w") as f:
             json.dump(results, f, indent=2)
-    write_markdown(results, os.path.join(out, "results.md"))
+    write_markdown(results, os.path.join(out, f"results{tag}.md"))
     return results
 
 
@@ -162,7 +165,7 @@ def write_markdown(results, path):
                      f"{r['graphs_per_second']:.0f} |")
     floors = {}
     for name, r in results.items():
-        floors[name.rsplit("_", 2)[0]] = r["floor"]
+        floors[r.get("dataset", name)] = r["floor"]
     lines += ["", "| dataset | floor degree | floor clustering | floor orbit |", "|---|---|---|---|"]
     for d, f in floors.items():
         lines.append(f"| {d} | {f['degree']:.6f} | {f['clustering']:.6f} | {f['orbit']:.6f} |")
@@ -178,6 +181,10 @@ def main():
     ap.add_argument("--parallel", type=int, default=6)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--num-samples", type=int, default=1024)
+    ap.add_argument("--algorithm", type=int, default=0,
+                    help="sampling algorithm (0: by loss); with --tag to name the samples")
+    ap.add_argument("--tag", default="",
+                    help="suffix of sample file names (--phase sample and eval)")
     ap.add_argument("--data-dir", default="",
                     help="read each run's dataset file from here (runs trained elsewhere)")
     ap.add_argument("--override", action="append", default=[],
@@ -196,9 +203,9 @@ def main():
             json.dump({"runs": names, "parallel": args.parallel, "seconds": total}, f)
     if args.phase in ("all", "sample"):
         os.makedirs(os.path.join(args.out, "samples"), exist_ok=True)
-        sample_all(names, args.out, args.seeds, args.num_samples)
+        sample_all(names, args.out, args.seeds, args.num_samples, args.algorithm or None, args.tag)
     if args.phase in ("all", "eval"):
-        eval_all(names, args.out, args.seeds, args.num_samples, args.data_dir)
+        eval_all(names, args.out, args.seeds, args.num_samples, args.data_dir, args.tag)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     if run.config.diffusion.get("kind", "discrete") == "gaussian":
         from ddgjax import gaussian
 
+        algorithm = None  # the Gaussian sampler has one reverse process (docs/gaussian.md)
         sampler = gaussian.make_sampler(run.model, run.config, num_steps, return_chain)
     else:
         sampler = make_sampler(run.model, run.schedule, algorithm, num_steps, return_chain)
