@@ -182,3 +182,17 @@ def test_samplers_give_valid_adjacency(algorithm, num_steps):
     _check_valid(out, counts)
     # per-graph keys: sampling a sub-batch reproduces the same graphs
     np.testing.assert_array_equal(v(keys[1:3], mask[1:3]), np.asarray(out)[1:3])
+
+
+def test_continuous_time_option_draws_levels_in_range():
+    s = make_schedule("linear", T)
+    adj0, mask = random_batch(4, [6] * 64, 6)
+
+    def constant(adj_t, node_mask, t, bb):
+        return jnp.zeros_like(adj_t) + 0.0 * bb[:, None, None]
+
+    out = diffusion.training_loss(constant, jax.random.key(3), adj0, mask, s, "simple",
+                                  continuous_time=True)
+    t = np.asarray(out.t_index)
+    assert t.min() >= 1 and t.max() <= T and len(np.unique(t)) > 3
+    assert np.isfinite(float(out.loss))
