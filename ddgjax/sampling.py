@@ -80,10 +80,24 @@ def default_algorithm(config) -> int:
     return 1 if config.diffusion.loss == "vb" else 2
 
 
+_SAMPLERS: dict = {}
+
+
 def make_sampler(model, schedule: NoiseSchedule, algorithm: int, num_steps: int | None,
                  return_chain: bool = False):
-    """Jitted ``(params, keys [B], node_mask [B,N]) -> adj [B,N,N]`` (vmapped per graph)."""
+    """Jitted ``(params, keys [B], node_mask [B,N]) -> adj [B,N,N]`` (vmapped per graph).
 
+    Cached per (model, schedule, algorithm, steps), so repeated ``generate``
+    calls (several seeds, several checkpoints of one model) compile once.
+    """
+    cache_key = (model, schedule.num_timesteps, schedule.beta_bar64.tobytes(), algorithm,
+                 num_steps, return_chain)
+    if cache_key not in _SAMPLERS:
+        _SAMPLERS[cache_key] = _build_sampler(model, schedule, algorithm, num_steps, return_chain)
+    return _SAMPLERS[cache_key]
+
+
+def _build_sampler(model, schedule, algorithm, num_steps, return_chain):
     def run(params, keys, node_mask):
         fn = lambda a, m, t, b: model.apply(params, a, m, t, b)
         return diffusion.sample_graphs_vmapped(fn, keys, node_mask, schedule, algorithm,
