@@ -27,6 +27,17 @@ class CheckpointError(RuntimeError):
     """No usable checkpoint where one was expected."""
 
 
+def to_host(tree: Any) -> Any:
+    """Replicated (possibly multi-host) arrays -> numpy, via this process's own copy."""
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return np.asarray(x.addressable_data(0))
+        return np.asarray(x)
+
+    return jax.tree_util.tree_map(one, tree)
+
+
 def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointManager:
     if kind not in KINDS:
         raise ValueError(f"unknown checkpoint kind {kind!r}; expected one of {KINDS}")
@@ -38,7 +49,7 @@ def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointMana
 
 def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
     """Save ``state`` (a pytree of arrays) and ``meta`` as checkpoint ``kind`` at ``step``."""
-    state = jax.tree_util.tree_map(np.asarray, jax.device_get(state))
+    state = to_host(state)
     with _manager(workdir, kind) as mngr:
         if int(step) in mngr.all_steps():
             # Only after a kill between saving `best` and `latest`: the resumed
@@ -69,7 +80,7 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
         raise CheckpointError(f"{workdir}: no '{kind}' checkpoint found "
                               f"(expected {os.path.join(workdir, 'checkpoints', kind)}/<step>); "
                               "train a model there first with train.py")
-    abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, jax.device_get(target))
+    abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, to_host(target))
     with _manager(workdir, kind, create=False) as mngr:
         out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
                                                          meta=ocp.args.JsonRestore()))

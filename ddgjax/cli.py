@@ -38,6 +38,8 @@ def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
     """
     import jax
 
+    # CPU-only hosts need a collectives backend for cross-process psum (no-op on GPU/TPU).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if coordinator:
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                                    process_id=process_id)

@@ -382,7 +382,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
                               for e in range(epoch, next_stop)])
         t0 = time.time()
         state, losses = chunk_fn(state, data_adj, data_mask, put_global(idx, idx_sharding))
-        losses = np.asarray(jax.device_get(losses)).reshape(n_ep, steps_per_epoch)
+        losses = checkpoints.to_host(losses).reshape(n_ep, steps_per_epoch)
         dt = time.time() - t0
         if compile_s is None:
             compile_s = dt
@@ -395,7 +395,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
         epoch_losses = losses.mean(axis=1)
         window.extend(epoch_losses.tolist())
         epoch = next_stop
-        step = int(state.step)
+        step = int(checkpoints.to_host(state.step))
         for k, e_loss in enumerate(epoch_losses):
             e = epoch - n_ep + k + 1
             if e % log_every == 0 or e == epoch:
@@ -414,7 +414,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
             checkpoints.save(workdir, "latest", step, state, meta)
     bar.close()
     total = time.time() - t_start
-    summary = {"epochs": epoch, "steps": int(state.step), "best_loss": best_loss,
+    summary = {"epochs": epoch, "steps": int(checkpoints.to_host(state.step)),
+               "best_loss": best_loss,
                "seconds": total, "first_call_seconds": compile_s, "devices": n_dev,
                "steps_per_epoch": steps_per_epoch}
     if is_main:

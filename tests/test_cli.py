@@ -139,3 +139,26 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
     assert "no trained run" in line
     assert tree_digest(wd / "checkpoints") == before
     assert (wd / "config.json").read_text() == cfg_before
+
+
+def test_train_cli_on_two_hosts(tmp_path):
+    """Two processes joined by jax.distributed (CPU, gloo) train one run together."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    wd = tmp_path / "mh"
+    procs = [subprocess.Popen([sys.executable, "train.py", "--config=configs/test.py",
+                               f"--workdir={wd}", "--quiet", f"--coordinator=127.0.0.1:{port}",
+                               "--num_processes=2", f"--process_id={i}",
+                               "--config.train.num_epochs=2"], cwd=REPO, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert "trained 2 epochs" in out
+    # both hosts report the same loss: one model, gradients summed across them
+    assert outs[0][0].split("best training loss")[1] == outs[1][0].split("best training loss")[1]
+    assert (wd / "checkpoints" / "latest").is_dir()
