@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from absl import app, flags, logging  # noqa: E402
@@ -28,6 +30,8 @@ _OUT = flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/sample
 _GRAPHML = flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.")
 _EVAL = flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "none"],
                           "MMD protocol against the test split ('none' to skip).")
+_CHAIN = flags.DEFINE_integer("chain_png", 0, "Also draw the reverse chain of this many graphs "
+                              "(chain.png: A_T ... A_0 at 8 levels).")
 _QUIET = flags.DEFINE_bool("quiet", False, "No progress output.")
 flags.mark_flags_as_required(["workdir"])
 
@@ -48,7 +52,7 @@ def run_sampling():
     import networkx as nx
 
     from ddgjax.datasets import load_dataset
-    from ddgjax.graphs import write_graph_list
+    from ddgjax.graphs import batch_to_graphs, write_graph_list
     from ddgjax.sampling import draw_graph_grid, generate, load_run
 
     workdir = _WORKDIR.value
@@ -82,6 +86,15 @@ def run_sampling():
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     draw_graph_grid(os.path.join(out_dir, "grid.png"),
                     [("generated", graphs[:8]), ("training", ds.train[:8])])
+    if _CHAIN.value > 0:
+        ch = generate(run, _CHAIN.value, seed=seed, batch_size=_CHAIN.value,
+                      algorithm=_ALGO.value or None,
+                      num_steps=_STEPS.value or cfg.sample.num_steps or None, return_chain=True)
+        levels = np.unique(np.linspace(0, ch["chain"].shape[1] - 1, 8).round().astype(int))
+        rows = [(f"graph {m}", batch_to_graphs(ch["chain"][m, levels],
+                                               [ch["num_nodes"][m]] * len(levels)))
+                for m in range(_CHAIN.value)]
+        draw_graph_grid(os.path.join(out_dir, "chain.png"), rows)
     how = f"algorithm {res['algorithm']}" if res["algorithm"] else "Gaussian reverse process"
     print(f"sampled {num} graphs ({res['num_steps']} steps, {how}) "
           f"at {res['graphs_per_second']:.1f} graphs/s (compile {res['compile_seconds']:.1f} s); "

@@ -101,12 +101,13 @@ def test_train_resume_sample_end_to_end(trained_workdir):
     assert records[-1]["event"] == "end" and records[-1]["epochs"] == 3
     assert (wd / "checkpoints" / "best").is_dir()
     res = run("sample.py", f"--workdir={wd}", "--num_samples=10", "--batch_size=4", "--graphml",
-              "--quiet")
+              "--chain_png=2", "--quiet")
     assert res.returncode == 0, res.stderr[-3000:]
     out = wd / "samples"
     data = json.loads((out / "samples.json").read_text())
     assert len(data["graphs"]) == 10
     assert (out / "grid.png").stat().st_size > 1000
+    assert (out / "chain.png").stat().st_size > 1000
     assert len(list((out / "graphml").glob("*.graphml"))) == 10
     assert "graphs/s" in res.stdout
     ev = json.loads((out / "eval.json").read_text())
