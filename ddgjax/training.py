@@ -336,7 +336,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
 
     start_epoch, best_loss = 0, float("inf")
     if checkpoints.latest_step(workdir, "latest") is not None:
-        state, meta = checkpoints.restore(workdir, "latest", state)
+        try:
+            state, meta = checkpoints.restore(workdir, "latest", state)
+        except (ValueError, TypeError, KeyError) as e:
+            raise TrainingError(
+                f"{workdir}: its checkpoint does not fit this config (different model, sizes "
+                f"or max_nodes?); use a new --workdir or the run's own config.json "
+                f"[{type(e).__name__}: {str(e).splitlines()[0][:200]}]") from e
         state = jax.tree_util.tree_map(jnp.asarray, state)
         start_epoch, best_loss = int(meta["epoch"]), float(meta.get("best_loss", float("inf")))
         if verbose and is_main:

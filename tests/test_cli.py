@@ -130,6 +130,8 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
         "graph above max nodes": (base + [f"--config.data.source={big}",
                                           "--config.data.max_nodes=20"], "more than max_nodes"),
         "unknown config key": (base + ["--config.train.lrr=1"], "unknown config key"),
+        "another model in this workdir": (base + ["--config.model.ppgn.hidden=12"],
+                                          "does not fit this config"),
     }
     for name, (args, expected) in cases.items():
         line = one_line_error(run(*args))
