@@ -16,7 +16,6 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ddgjax.graphs import pair_mask
 from ddgjax.schedules import NoiseSchedule, sampling_levels

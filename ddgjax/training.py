@@ -30,7 +30,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from ddgjax import checkpoints, diffusion
 from ddgjax.datasets import load_dataset, max_num_nodes, node_count_distribution
-from ddgjax.graphs import GraphBatch, graphs_to_batch
+from ddgjax.graphs import graphs_to_batch
 from ddgjax.models import build_model
 from ddgjax.schedules import NoiseSchedule, make_schedule
 
@@ -228,7 +228,8 @@ class Progress:
         bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
         extra = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in info.items())
-        line = f"{self.desc} [{bar}] {done}/{self.total} {extra}"
+        eta = (self.total - done) / rate if rate > 0 else float("nan")
+        line = f"{self.desc} [{bar}] {done}/{self.total} {extra} eta={eta:.0f}s"
         if self.tty:
             sys.stderr.write("\r" + line)
         else:

@@ -143,7 +143,6 @@ def test_vb_loss_is_a_valid_bound_term():
 
 def _check_valid(adj, counts):
     adj = np.asarray(adj)
-    N = adj.shape[-1]
     assert set(np.unique(adj)) <= {0.0, 1.0}
     np.testing.assert_array_equal(adj, np.swapaxes(adj, -1, -2))
     assert np.all(np.diagonal(adj, axis1=-2, axis2=-1) == 0)

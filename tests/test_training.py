@@ -15,7 +15,6 @@ from configs import test as test_config
 from ddgjax import diffusion, training
 from ddgjax.datasets import generate_graphs
 from ddgjax.graphs import graphs_to_batch
-from ddgjax.schedules import make_schedule
 
 from conftest import REPO
 
