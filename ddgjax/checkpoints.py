@@ -84,7 +84,25 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
     with _manager(workdir, kind, create=False) as mngr:
         out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
                                                          meta=ocp.args.JsonRestore()))
+    _check_fits(out["state"], abstract, f"{workdir}: the '{kind}' checkpoint")
     return out["state"], dict(out["meta"])
+
+
+def _check_fits(restored: Any, abstract: Any, what: str) -> None:
+    """Raise CheckpointError if ``restored`` differs from ``abstract`` in structure or shapes.
+
+    Orbax restores the saved shapes even where the target asks for others, so a
+    checkpoint of another model size would otherwise fail later, deep in the model.
+    """
+    want, want_def = jax.tree_util.tree_flatten_with_path(abstract)
+    got, got_def = jax.tree_util.tree_flatten_with_path(restored)
+    if want_def != got_def:
+        raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
+    for (path, w), (_, g) in zip(want, got):
+        if tuple(w.shape) != tuple(np.shape(g)):
+            raise CheckpointError(
+                f"{what} does not fit this config: {jax.tree_util.keystr(path)} has shape "
+                f"{tuple(np.shape(g))} in the checkpoint, {tuple(w.shape)} in the model")
 
 
 def restore_meta(workdir: str, kind: str) -> dict:

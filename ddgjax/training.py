@@ -339,7 +339,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
     if checkpoints.latest_step(workdir, "latest") is not None:
         try:
             state, meta = checkpoints.restore(workdir, "latest", state)
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, checkpoints.CheckpointError) as e:
             raise TrainingError(
                 f"{workdir}: its checkpoint does not fit this config (different model, sizes "
                 f"or max_nodes?); use a new --workdir or the run's own config.json "
