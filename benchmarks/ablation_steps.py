@@ -250,37 +250,34 @@ def plot(path: str, summary: dict, steps: list[int], num_seeds: int, samples: in
 
 
 def markdown(summary: dict, timing: dict, steps: list[int], meta: dict) -> str:
-    lines = [f"# Ego-small: average MMD and sampling time vs denoising steps", "",
+    lines = ["# Ego-small: average MMD and sampling time vs denoising steps", "",
              f"Device: {meta['device']}; JAX {meta['jax']}; {meta['epochs']} epochs, "
              f"{meta['seeds']} seeds, {meta['samples']} samples per point, T = "
              f"{meta['timesteps']} trained levels. Command: `{meta['command']}`", "",
              *[f"Merged from an earlier call: {m} ({v['epochs']} epochs, {v['device']}; "
-               f"`{v['command']}`)." for m, v in meta.get("merged", {}).items()],
-             "", "## Average MMD (paper protocol), mean ± std over seeds", "",
-             "| steps | " + " | ".join(METHODS[m][1] for m in summary["aggregate"]) + " |",
-             "|---|" + "---|" * len(summary["aggregate"])]
-    for k in steps:
-        cells = []
-        for m, agg in summary["aggregate"].items():
-            v = agg.get(str(k))
-            cells.append(f"{v['avg']['mean']:.4f} ± {v['avg']['std']:.4f}" if v else "")
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    lines += ["", "## Per statistic (mean over seeds): degree / clustering / orbit", "",
-              "| steps | " + " | ".join(METHODS[m][1] for m in summary["aggregate"]) + " |",
-              "|---|" + "---|" * len(summary["aggregate"])]
-    for k in steps:
-        cells = []
-        for m, agg in summary["aggregate"].items():
-            v = agg.get(str(k))
-            cells.append(" / ".join(f"{v[s]['mean']:.4f}" for s in STATS[:3]) if v else "")
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    lines += ["", f"## Sampling time per graph (ms; batches of {meta['samples']} graphs, "
-              "median of repeated calls)", "",
-              "| steps | " + " | ".join(METHODS[m][1] for m in timing) + " |",
-              "|---|" + "---|" * len(timing)]
-    for k in steps:
-        cells = [f"{1e3 * timing[m][str(k)]:.3f}" if str(k) in timing[m] else "" for m in timing]
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+               f"`{v['command']}`)." for m, v in meta.get("merged", {}).items()]]
+
+    def step_table(title, columns, cell):
+        """A markdown table: one row per step count, one column per method."""
+        rows = ["", title, "", "| steps | " + " | ".join(METHODS[m][1] for m in columns) + " |",
+                "|---|" + "---|" * len(columns)]
+        for k in steps:
+            rows.append(f"| {k} | " + " | ".join(cell(m, str(k)) for m in columns) + " |")
+        return rows
+
+    agg = summary["aggregate"]
+    lines += step_table(
+        "## Average MMD (paper protocol), mean ± std over seeds", agg,
+        lambda m, k: (f"{agg[m][k]['avg']['mean']:.4f} ± {agg[m][k]['avg']['std']:.4f}"
+                      if k in agg[m] else ""))
+    lines += step_table(
+        "## Per statistic (mean over seeds): degree / clustering / orbit", agg,
+        lambda m, k: (" / ".join(f"{agg[m][k][s]['mean']:.4f}" for s in STATS[:3])
+                      if k in agg[m] else ""))
+    lines += step_table(
+        f"## Sampling time per graph (ms; batches of {meta['samples']} graphs, "
+        "median of repeated calls)", timing,
+        lambda m, k: f"{1e3 * timing[m][k]:.3f}" if k in timing[m] else "")
     ttq = summary.get("time_to_quality")
     if ttq:
         lines += ["", "## Time to reach the discrete model's best quality", "",

@@ -27,20 +27,25 @@ ALGORITHMS = (1, 2)
 DenoiseFn = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
 
 
-def _b(x):
+def broadcast_per_graph(x):
     """``[B]`` -> ``[B, 1, 1]`` for broadcasting against pair arrays."""
     return jnp.asarray(x)[:, None, None]
 
 
-def uniform_noise(key: jax.Array, shape) -> jax.Array:
-    """Uniform [0, 1) noise of ``shape`` = ``[B, ...]``.
+def per_graph_noise(key: jax.Array, shape, draw=jax.random.uniform) -> jax.Array:
+    """Noise of ``shape`` = ``[B, ...]`` from ``draw(key, shape, float32)``.
 
     ``key`` is one key (drawn jointly) or ``[B]`` keys (graph ``b`` uses only
     ``key[b]``, so its noise does not depend on the rest of the batch).
     """
     if key.ndim == 0:
-        return jax.random.uniform(key, shape, dtype=jnp.float32)
-    return jax.vmap(lambda k: jax.random.uniform(k, shape[1:], dtype=jnp.float32))(key)
+        return draw(key, shape, jnp.float32)
+    return jax.vmap(lambda k: draw(k, shape[1:], jnp.float32))(key)
+
+
+def uniform_noise(key: jax.Array, shape) -> jax.Array:
+    """Uniform [0, 1) noise of ``shape`` = ``[B, ...]`` (see ``per_graph_noise``)."""
+    return per_graph_noise(key, shape, jax.random.uniform)
 
 
 def symmetric_upper_bernoulli(key: jax.Array, prob1: jax.Array, node_mask: jax.Array) -> jax.Array:
@@ -68,7 +73,7 @@ def flip_upper(key: jax.Array, adj: jax.Array, flip_prob: jax.Array, node_mask: 
     u = uniform_noise(key, adj.shape)
     pm = pair_mask(node_mask)
     a = jnp.where(pm, adj, 0.0)
-    flips = (u < _b(flip_prob)) & pm
+    flips = (u < broadcast_per_graph(flip_prob)) & pm
     upper = jnp.where(flips, 1.0 - a, a) * pm
     return upper + jnp.swapaxes(upper, -1, -2)
 
@@ -151,12 +156,12 @@ def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev):
       beta_bar_t, beta_bar_prev: ``[B]``.
     Returns: ``[B, N, N]`` per-entry terms (unmasked).
     """
-    bt, bp = _b(beta_bar_t), _b(beta_bar_prev)
+    bt, bp = broadcast_per_graph(beta_bar_t), broadcast_per_graph(beta_bar_prev)
     q0, q1 = q_posterior_probs(adj_t, adj0, bt, bp)
     p0, p1 = p_prev_probs(logits, adj_t, bt, bp)
     kl = binary_kl(q0, q1, p0, p1)
     nll = binary_nll(logits, adj0)
-    return jnp.where(_b(t_index) == 1, nll, kl)
+    return jnp.where(broadcast_per_graph(t_index) == 1, nll, kl)
 
 
 def simple_weight(beta_bar_t, num_timesteps: int):
@@ -172,6 +177,35 @@ class LossOutput(NamedTuple):
     per_graph: jax.Array
     num_pairs: jax.Array
     t_index: jax.Array
+
+
+def per_graph_time_and_noise_keys(keys: jax.Array):
+    """``[B]`` keys -> (``u_t`` uniform ``[B]`` for the level, ``[B]`` keys for the noise).
+
+    Graph ``b`` draws its level from ``fold_in(keys[b], 0)`` and its noise from
+    ``fold_in(keys[b], 1)``.
+    """
+    key_t = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
+    key_noise = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+    return jax.vmap(lambda k: jax.random.uniform(k, ()))(key_t), key_noise
+
+
+def uniform_timestep(u_t: jax.Array, num_timesteps: int) -> jax.Array:
+    """Uniform ``[0, 1)`` draws ``[B]`` -> ``int32[B]`` levels uniform on ``1..T``."""
+    return jnp.clip(jnp.floor(u_t * num_timesteps).astype(jnp.int32) + 1, 1, num_timesteps)
+
+
+def pair_mean_loss(terms: jax.Array, node_mask: jax.Array, t_index: jax.Array) -> LossOutput:
+    """Per-pair loss terms ``[B, N, N]`` -> LossOutput over the real strict-upper pairs.
+
+    ``per_graph`` sums each graph's pairs; ``loss`` divides the batch total by the
+    number of real pairs in the batch.
+    """
+    pm = pair_mask(node_mask)
+    per_graph = jnp.sum(jnp.where(pm, terms, 0.0), axis=(-1, -2))
+    num_pairs = jnp.sum(pm, axis=(-1, -2)).astype(jnp.float32)
+    loss = per_graph.sum() / jnp.maximum(num_pairs.sum(), 1.0)
+    return LossOutput(loss, per_graph, num_pairs, t_index)
 
 
 def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
@@ -199,27 +233,21 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     bb_table = jnp.asarray(schedule.beta_bar)
     B = adj0.shape[0]
     keys = key if key.ndim == 1 else jax.random.split(key, B)
-    key_t = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-    key_noise = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    u_t = jax.vmap(lambda k: jax.random.uniform(k, ()))(key_t)
+    u_t, key_noise = per_graph_time_and_noise_keys(keys)
     if continuous_time:
         bb_t = 0.5 * u_t
         t_index = jnp.clip(jnp.round(bb_t / 0.5 * T), 1, T).astype(jnp.int32)
         bb_prev = bb_t  # unused by L_simple
     else:
-        t_index = jnp.clip(jnp.floor(u_t * T).astype(jnp.int32) + 1, 1, T)
+        t_index = uniform_timestep(u_t, T)
         bb_t, bb_prev = bb_table[t_index], bb_table[t_index - 1]
     adj_t = q_sample(key_noise, adj0, node_mask, bb_t)
     logits = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
     if loss_type == "simple":
-        terms = binary_nll(logits, adj0) * _b(simple_weight(bb_t, T))
+        terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
     else:
         terms = vb_terms(logits, adj0, adj_t, t_index, bb_t, bb_prev)
-    pm = pair_mask(node_mask)
-    per_graph = jnp.sum(jnp.where(pm, terms, 0.0), axis=(-1, -2))
-    num_pairs = jnp.sum(pm, axis=(-1, -2)).astype(jnp.float32)
-    loss = per_graph.sum() / jnp.maximum(num_pairs.sum(), 1.0)
-    return LossOutput(loss, per_graph, num_pairs, t_index)
+    return pair_mean_loss(terms, node_mask, t_index)
 
 
 # ----------------------------------------------------------------------------
@@ -244,7 +272,7 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
-        _, p1 = p_prev_probs(logits, adj_t, _b(bt), _b(bp))
+        _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp))
         return symmetric_upper_bernoulli(k1, p1, node_mask)
     if algorithm == 2:
         x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(logits), node_mask)
@@ -308,9 +336,20 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     Returns: ``[B, N, N]`` (and ``[B, K+1, N, N]`` chains with ``return_chain``).
     """
 
+    return vmap_per_graph(
+        lambda key, mask: sample_graphs(denoise_fn, key, mask, schedule, algorithm, num_steps,
+                                        return_chain), keys, node_mask, return_chain)
+
+
+def vmap_per_graph(sample_batch, keys: jax.Array, node_mask: jax.Array, return_chain: bool):
+    """Run ``sample_batch(key, node_mask [1, N])`` for every graph under ``jax.vmap``.
+
+    ``sample_batch`` returns ``A_0 [1, N, N]`` or, with ``return_chain``,
+    ``(A_0, chain [K+1, 1, N, N])``. Returns ``[B, N, N]`` (and ``[B, K+1, N, N]``).
+    """
+
     def one(key, mask):
-        out = sample_graphs(denoise_fn, key, mask[None], schedule, algorithm, num_steps,
-                            return_chain)
+        out = sample_batch(key, mask[None])
         if return_chain:
             return out[0][0], out[1][:, 0]
         return out[0]

@@ -43,17 +43,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ddgjax.diffusion import DenoiseFn, LossOutput
+from ddgjax.diffusion import (DenoiseFn, LossOutput, broadcast_per_graph, pair_mean_loss,
+                              per_graph_noise, per_graph_time_and_noise_keys, uniform_timestep,
+                              vmap_per_graph)
 from ddgjax.graphs import edge_mask, pair_mask
 from ddgjax.schedules import sampling_levels
 
 SCHEDULES = ("cosine", "linear")
 DEFAULTS = {"schedule": "cosine", "eta": 1.0, "clip_x0": True}
-
-
-def _b(x):
-    """``[B]`` -> ``[B, 1, 1]`` for broadcasting against pair arrays."""
-    return jnp.asarray(x)[:, None, None]
 
 
 # ----------------------------------------------------------------------------
@@ -147,11 +144,7 @@ def symmetric_normal(key: jax.Array, node_mask: jax.Array) -> jax.Array:
       node_mask: ``[B, N]`` bool.
     Returns: ``float32[B, N, N]``, symmetric, zero diagonal and padding.
     """
-    shape = node_mask.shape + node_mask.shape[-1:]
-    if key.ndim == 0:
-        z = jax.random.normal(key, shape, jnp.float32)
-    else:
-        z = jax.vmap(lambda k: jax.random.normal(k, shape[1:], jnp.float32))(key)
+    z = per_graph_noise(key, node_mask.shape + node_mask.shape[-1:], jax.random.normal)
     upper = jnp.where(pair_mask(node_mask), z, 0.0)
     return upper + jnp.swapaxes(upper, -1, -2)
 
@@ -174,7 +167,7 @@ def q_sample(x0: jax.Array, eps: jax.Array, t_index: jax.Array,
     """
     sab = jnp.asarray(schedule.sqrt_alpha_bar)[t_index]
     sig = jnp.asarray(schedule.sigma)[t_index]
-    return _b(sab) * x0 + _b(sig) * eps
+    return broadcast_per_graph(sab) * x0 + broadcast_per_graph(sig) * eps
 
 
 def training_loss(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_mask: jax.Array,
@@ -193,20 +186,14 @@ def training_loss(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_
     T = schedule.num_timesteps
     B = adj0.shape[0]
     assert keys.shape == (B,), keys.shape
-    key_t = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-    key_noise = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-    u_t = jax.vmap(lambda k: jax.random.uniform(k, ()))(key_t)
-    t_index = jnp.clip(jnp.floor(u_t * T).astype(jnp.int32) + 1, 1, T)
+    u_t, key_noise = per_graph_time_and_noise_keys(keys)
+    t_index = uniform_timestep(u_t, T)
     eps = symmetric_normal(key_noise, node_mask)
     x_t = q_sample(to_signal(adj0, node_mask), eps, t_index, schedule)
     sigma_t = jnp.asarray(schedule.sigma)[t_index]
     eps_hat = denoise_fn(x_t, node_mask, t_index, sigma_t).astype(jnp.float32)
     assert eps_hat.shape == adj0.shape, (eps_hat.shape, adj0.shape)
-    pm = pair_mask(node_mask)
-    per_graph = jnp.sum(jnp.where(pm, jnp.square(eps_hat - eps), 0.0), axis=(-1, -2))
-    num_pairs = jnp.sum(pm, axis=(-1, -2)).astype(jnp.float32)
-    loss = per_graph.sum() / jnp.maximum(num_pairs.sum(), 1.0)
-    return LossOutput(loss, per_graph, num_pairs, t_index)
+    return pair_mean_loss(jnp.square(eps_hat - eps), node_mask, t_index)
 
 
 def make_loss_fn(config) -> Callable:
@@ -332,14 +319,9 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     Returns: ``[B, N, N]`` (and ``[B, K+1, N, N]`` chains with ``return_chain``).
     """
 
-    def one(key, mask):
-        out = sample_graphs(denoise_fn, key, mask[None], schedule, num_steps, eta, clip_x0,
-                            return_chain)
-        if return_chain:
-            return out[0][0], out[1][:, 0]
-        return out[0]
-
-    return jax.vmap(one)(keys, node_mask)
+    return vmap_per_graph(
+        lambda key, mask: sample_graphs(denoise_fn, key, mask, schedule, num_steps, eta,
+                                        clip_x0, return_chain), keys, node_mask, return_chain)
 
 
 def make_sampler(model, config, num_steps: int | None = None, return_chain: bool = False):
@@ -352,11 +334,11 @@ def make_sampler(model, config, num_steps: int | None = None, return_chain: bool
     opts = options_from_config(config)
     if num_steps is None:
         num_steps = int(config.sample.get("num_steps", 0)) or None
-    step_coefficients(schedule, num_steps, float(opts["eta"]))  # validate before tracing
+    eta, clip_x0 = float(opts["eta"]), bool(opts["clip_x0"])
+    step_coefficients(schedule, num_steps, eta)  # validate before tracing
+    from ddgjax.sampling import cached_sampler  # sampling imports this module lazily
 
-    def run(params, keys, node_mask):
-        fn = lambda a, m, t, b: model.apply(params, a, m, t, b)
-        return sample_graphs_vmapped(fn, keys, node_mask, schedule, num_steps,
-                                     float(opts["eta"]), bool(opts["clip_x0"]), return_chain)
-
-    return jax.jit(run)
+    cache_key = ("gaussian", opts["schedule"], schedule.num_timesteps, num_steps, eta, clip_x0,
+                 return_chain)
+    return cached_sampler(model, cache_key, lambda fn, keys, node_mask: sample_graphs_vmapped(
+        fn, keys, node_mask, schedule, num_steps, eta, clip_x0, return_chain))

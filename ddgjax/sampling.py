@@ -83,27 +83,31 @@ def default_algorithm(config) -> int:
 _SAMPLERS: dict = {}
 
 
+def cached_sampler(model, cache_key: tuple, sample_fn):
+    """Jitted ``(params, keys [B], node_mask [B,N]) -> sample_fn(denoise, keys, node_mask)``.
+
+    One compiled sampler per (model, ``cache_key``), so repeated ``generate``
+    calls (several seeds, several checkpoints of one model) compile once.
+    ``cache_key`` must name everything ``sample_fn`` closes over.
+    """
+    full_key = (model, cache_key)
+    if full_key not in _SAMPLERS:
+        def run(params, keys, node_mask):
+            return sample_fn(lambda a, m, t, b: model.apply(params, a, m, t, b), keys, node_mask)
+
+        _SAMPLERS[full_key] = jax.jit(run)
+    return _SAMPLERS[full_key]
+
+
 def make_sampler(model, schedule: NoiseSchedule, algorithm: int, num_steps: int | None,
                  return_chain: bool = False):
-    """Jitted ``(params, keys [B], node_mask [B,N]) -> adj [B,N,N]`` (vmapped per graph).
-
-    Cached per (model, schedule, algorithm, steps), so repeated ``generate``
-    calls (several seeds, several checkpoints of one model) compile once.
-    """
-    cache_key = (model, schedule.num_timesteps, schedule.beta_bar64.tobytes(), algorithm,
+    """Jitted discrete sampler ``(params, keys [B], node_mask [B,N]) -> adj [B,N,N]``,
+    vmapped per graph (``diffusion.sample_graphs_vmapped``), cached."""
+    cache_key = ("discrete", schedule.num_timesteps, schedule.beta_bar64.tobytes(), algorithm,
                  num_steps, return_chain)
-    if cache_key not in _SAMPLERS:
-        _SAMPLERS[cache_key] = _build_sampler(model, schedule, algorithm, num_steps, return_chain)
-    return _SAMPLERS[cache_key]
-
-
-def _build_sampler(model, schedule, algorithm, num_steps, return_chain):
-    def run(params, keys, node_mask):
-        fn = lambda a, m, t, b: model.apply(params, a, m, t, b)
-        return diffusion.sample_graphs_vmapped(fn, keys, node_mask, schedule, algorithm,
-                                               num_steps, return_chain)
-
-    return jax.jit(run)
+    return cached_sampler(model, cache_key, lambda fn, keys, node_mask:
+                          diffusion.sample_graphs_vmapped(fn, keys, node_mask, schedule,
+                                                          algorithm, num_steps, return_chain))
 
 
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
