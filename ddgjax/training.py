@@ -346,7 +346,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
                 f"[{type(e).__name__}: {str(e).splitlines()[0][:200]}]") from e
         state = jax.tree_util.tree_map(jnp.asarray, state)
         start_epoch, best_loss = int(meta["epoch"]), float(meta.get("best_loss", float("inf")))
-        if verbose and is_main:
+        if is_main:  # printed even when quiet: a resume should never be silent
             print(f"resuming from {workdir} at epoch {start_epoch} (step {int(state.step)})",
                   file=sys.stderr)
 
