@@ -1,4 +1,4 @@
-"""Sample graphs from a trained run.
+"""Sample graphs from a trained run (``ddgjax.sample_writer`` does the work).
 
     python sample.py --workdir runs/cs --num_samples 1024
 
@@ -10,9 +10,6 @@ with the paper-protocol MMDs against it. Prints graphs/s.
 import json
 import os
 import sys
-import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,11 +46,8 @@ def main(argv):
 
 
 def run_sampling():
-    import networkx as nx
-
-    from ddgjax.datasets import load_dataset
-    from ddgjax.graphs import batch_to_graphs, write_graph_list
-    from ddgjax.sampling import draw_graph_grid, generate, load_run
+    from ddgjax.sample_writer import write_sample_dir
+    from ddgjax.sampling import load_run
 
     workdir = _WORKDIR.value
     run = load_run(workdir, _CKPT.value, use_ema=_EMA.value)
@@ -61,54 +55,26 @@ def run_sampling():
     num = _NUM.value or cfg.sample.num_samples
     seed = cfg.sample.seed if _SEED.value is None else _SEED.value
     out_dir = _OUT.value or os.path.join(workdir, "samples")
-    os.makedirs(out_dir, exist_ok=True)
 
     def progress(done, total):
         if not _QUIET.value:
             print(f"\rsampled {done}/{total}", end="" if done < total else "\n",
                   file=sys.stderr, flush=True)
 
-    res = generate(run, num, seed=seed, batch_size=_BATCH.value or cfg.sample.batch_size,
-                   algorithm=_ALGO.value or None,
-                   num_steps=_STEPS.value or cfg.sample.num_steps or None, progress=progress)
-    graphs = res["graphs"]
-    info = {"workdir": workdir, "checkpoint": _CKPT.value, "checkpoint_epoch": run.meta.get("epoch"),
-            "seed": seed, "algorithm": res["algorithm"], "num_steps": res["num_steps"],
-            "num_samples": num, "graphs_per_second": res["graphs_per_second"],
-            "compile_seconds": res["compile_seconds"]}
-    write_graph_list(os.path.join(out_dir, "samples.json"), graphs, name="samples",
-                     generated_by=info)
-    if _GRAPHML.value:
-        gdir = os.path.join(out_dir, "graphml")
-        os.makedirs(gdir, exist_ok=True)
-        for i, g in enumerate(graphs):
-            nx.write_graphml(g, os.path.join(gdir, f"sample_{i:05d}.graphml"))
-    ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
-    draw_graph_grid(os.path.join(out_dir, "grid.png"),
-                    [("generated", graphs[:8]), ("training", ds.train[:8])])
-    if _CHAIN.value > 0:
-        ch = generate(run, _CHAIN.value, seed=seed, batch_size=_CHAIN.value,
-                      algorithm=_ALGO.value or None,
-                      num_steps=_STEPS.value or cfg.sample.num_steps or None, return_chain=True)
-        levels = np.unique(np.linspace(0, ch["chain"].shape[1] - 1, 8).round().astype(int))
-        rows = [(f"graph {m}", batch_to_graphs(ch["chain"][m, levels],
-                                               [ch["num_nodes"][m]] * len(levels)))
-                for m in range(_CHAIN.value)]
-        draw_graph_grid(os.path.join(out_dir, "chain.png"), rows)
-    how = f"algorithm {res['algorithm']}" if res["algorithm"] else "Gaussian reverse process"
+    out = write_sample_dir(
+        run, out_dir, num_samples=num, seed=seed,
+        batch_size=_BATCH.value or cfg.sample.batch_size,
+        num_steps=_STEPS.value or cfg.sample.num_steps or None,
+        sampler_options={"algorithm": _ALGO.value} if _ALGO.value else {},
+        graphml=_GRAPHML.value, chain_png=_CHAIN.value, protocol=_EVAL.value,
+        record={"workdir": workdir, "checkpoint": _CKPT.value}, progress=progress)
+    res = out["result"]
+    how = f"algorithm {res['algorithm']}" if res["algorithm"] else f"{res['process']} process"
     print(f"sampled {num} graphs ({res['num_steps']} steps, {how}) "
           f"at {res['graphs_per_second']:.1f} graphs/s (compile {res['compile_seconds']:.1f} s); "
           f"wrote {out_dir}/samples.json and grid.png")
-    if _EVAL.value != "none" and ds.test:
-        from ddgjax.metrics import evaluate_generated
-
-        t0 = time.time()
-        ev = evaluate_generated(graphs, ds.test, protocol=_EVAL.value, train=ds.train)
-        ev["eval_seconds"] = time.time() - t0
-        ev.update(info)
-        with open(os.path.join(out_dir, "eval.json"), "w") as f:
-            json.dump(ev, f, indent=2)
-        print(json.dumps({k: v for k, v in ev.items() if isinstance(v, (int, float))}))
+    if out["eval"] is not None:
+        print(json.dumps({k: v for k, v in out["eval"].items() if isinstance(v, (int, float))}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""Train a discrete graph diffusion model.
+"""Train a graph diffusion model (``ddgjax.training.train`` does the work).
 
-    python train.py --config configs/community_small_ppgn_simple.py --workdir runs/cs
+    python train.py --config configs/paper.py:community_small,ppgn,simple --workdir runs/cs
     python train.py --config configs/test.py --workdir /tmp/t --config.train.num_epochs=10
 
 Resumes from ``--workdir`` when it holds a checkpoint. Multi-host: pass
@@ -35,9 +35,9 @@ def main(argv):
 
     try:
         cli.maybe_initialize_distributed(_COORD.value, _NPROC.value, _PID.value)
-        from ddgjax.training import train_and_evaluate
+        from ddgjax.training import train
 
-        summary = train_and_evaluate(_CONFIG.value, _WORKDIR.value,
+        summary = train(_CONFIG.value, _WORKDIR.value,
                                      stop_after_epochs=_STOP.value or None,
                                      verbose=not _QUIET.value)
     except cli.user_errors() as e:

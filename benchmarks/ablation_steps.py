@@ -7,7 +7,7 @@
 per model, ~2 s per (model, K) for sampling and evaluation; see docs/gaussian.md).
 
 For each method (PPGN L_simple, discrete; PPGN-Score, Gaussian) and each training
-seed, trains one model with ``ddgjax.training.train_and_evaluate`` (T = 1024
+seed, trains one model with ``ddgjax.training.train`` (T = 1024
 levels for both, so every step count <= 1024 is an even stride over trained
 levels), then for every step count K samples ``--samples`` graphs with
 ``ddgjax.sampling.load_run`` / ``generate`` (the ``best`` checkpoint: lowest
@@ -52,9 +52,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 METHODS = {
-    # name: (config module, label)
-    "discrete": ("configs.ego_small_ppgn_simple", "PPGN L_simple (discrete)"),
-    "gaussian": ("configs.ego_small_ppgn_score", "PPGN-Score (Gaussian)"),
+    # name: (configs/paper.py spec, label)
+    "discrete": ("ego_small,ppgn,simple", "PPGN L_simple (discrete)"),
+    "gaussian": ("ego_small,ppgn,score", "PPGN-Score (Gaussian)"),
 }
 STATS = ("degree", "clustering", "orbit", "avg")
 T0 = time.time()
@@ -94,9 +94,9 @@ def parse_args(argv=None):
 
 
 def make_config(method: str, args, seed: int):
-    import importlib
+    from configs import paper
 
-    cfg = importlib.import_module(METHODS[method][0]).get_config()
+    cfg = paper.get_config(METHODS[method][0])
     if args.data:
         cfg.data.source = args.data
     cfg.diffusion.num_timesteps = args.timesteps
@@ -106,24 +106,22 @@ def make_config(method: str, args, seed: int):
     cfg.train.checkpoint_every_epochs = max(1, args.epochs // 5)
     cfg.train.log_every_epochs = max(1, args.epochs // 20)
     cfg.model.compute_dtype = args.compute_dtype
-    if cfg.diffusion.kind == "gaussian":
-        cfg.diffusion.gaussian.eta = args.gaussian_eta
+    # Every config has the Gaussian process's keys; only that process reads them.
+    cfg.diffusion.gaussian.eta = args.gaussian_eta
     return cfg
 
 
 def build_sampler(run, num_steps: int):
-    """The same jitted sampler ``ddgjax.sampling.generate`` builds for this run."""
-    from ddgjax import gaussian, sampling
+    """The same jitted sampler ``ddgjax.sampling.generate`` builds for this run: the
+    run's process's ``num_steps``-step sampler with its default options."""
+    from ddgjax import sampling
 
-    if run.config.diffusion.get("kind", "discrete") == "gaussian":
-        return gaussian.make_sampler(run.model, run.config, num_steps)
-    return sampling.make_sampler(run.model, run.schedule, sampling.default_algorithm(run.config),
-                                 num_steps)
+    return sampling.compiled_sampler(run.model, run.process.sampler(num_steps))
 
 
 def time_sampler(run, num_steps: int, num: int, seed: int, repeats: int) -> float:
     """Median seconds of one call sampling ``num`` graphs (one batch, compiled, warmed up)."""
-    from ddgjax.datasets import sample_node_counts
+    from ddgjax.data import sample_node_counts
     from ddgjax.graphs import node_mask_from_counts
 
     sampler = build_sampler(run, num_steps)
@@ -144,19 +142,20 @@ def timing_run(method: str, args, workdir: str, dataset):
     """The first seed's trained run of ``method`` if it is in ``workdir``, else the same
     model with freshly initialised parameters (sampling time does not depend on the
     weights), so that both methods are always timed in the same process and device."""
-    from ddgjax import checkpoints, training
-    from ddgjax.datasets import max_num_nodes, node_count_distribution
+    from ddgjax import checkpoints
+    from ddgjax.data import max_num_nodes, node_count_distribution
+    from ddgjax.models import init_params, model_from_config
+    from ddgjax.processes import process_from_config
     from ddgjax.sampling import Run, load_run
 
     wd = os.path.join(workdir, f"{method}_seed0")
     if os.path.isdir(wd) and checkpoints.latest_step(wd, "best") is not None:
         return load_run(wd, "best"), "trained"
     cfg = make_config(method, args, 0)
-    model = training.model_from_config(cfg)
+    model = model_from_config(cfg)
     n = max_num_nodes(dataset.train + dataset.test + dataset.val)
-    state = training.init_state(model, training.make_optimizer(cfg.train, 1),
-                                jax.random.key(0), n)
-    return Run(cfg, model, training.schedule_from_config(cfg), state.params, n,
+    params = init_params(model, jax.random.key(0), n)
+    return Run(cfg, model, process_from_config(cfg), params, n,
                node_count_distribution(dataset.train), {}), "initialised"
 
 
@@ -316,10 +315,10 @@ def main(argv=None):
     jax.config.update("jax_compilation_cache_dir", os.path.join(args.workdir, "jax_cache"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
-    from ddgjax.datasets import load_dataset
+    from ddgjax.data import load_dataset
     from ddgjax.metrics import compute_mmds
     from ddgjax.sampling import generate, load_run
-    from ddgjax.training import train_and_evaluate
+    from ddgjax.training import train
 
     cfg0 = make_config(methods[0], args, 0)
     ds = load_dataset(cfg0.data.source, seed=cfg0.data.seed)
@@ -365,7 +364,7 @@ def main(argv=None):
             cfg = make_config(method, args, seed)
             wd = os.path.join(args.workdir, f"{method}_seed{seed}")
             t0 = time.time()
-            tr = train_and_evaluate(cfg, wd, verbose=False)
+            tr = train(cfg, wd, verbose=False)
             log(f"{method} seed {seed}: trained {tr['epochs']} epochs in {time.time() - t0:.1f} s "
                 f"(first call {tr['first_call_seconds'] or 0:.1f} s), best loss "
                 f"{tr['best_loss']:.5f}")

@@ -22,10 +22,11 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddgjax import diffusion, training  # noqa: E402
+from ddgjax import training  # noqa: E402
 from ddgjax.graphs import node_mask_from_counts, pair_mask  # noqa: E402
-from ddgjax.models import build_model  # noqa: E402
-from ddgjax.schedules import make_schedule  # noqa: E402
+from ddgjax.models import build_model, init_params, model_from_config  # noqa: E402
+from ddgjax.parallel import make_mesh  # noqa: E402
+from ddgjax.processes import BitFlipProcess, bitflip, process_from_config  # noqa: E402
 from configs import default  # noqa: E402
 
 
@@ -51,15 +52,15 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10):
     cfg = default.get_config()
     cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks = hidden, blocks
     cfg.model.compute_dtype = dtype
-    model = training.model_from_config(cfg)
+    model = model_from_config(cfg)
+    process = process_from_config(cfg)  # the default config: bit flips, linear, T = 32, L_simple
     tx = training.make_optimizer(cfg.train, 1)
     state = training.init_state(model, tx, jax.random.key(0), N)
     adj, mask = random_graphs(B, N)
     adj = np.concatenate([adj, adj[:1] * 0])
     mask = np.concatenate([mask, mask[:1] & False])
-    mesh = training.make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(model, tx, make_schedule("linear", 32), "simple", mesh,
-                                      jax.random.key(1))
+    mesh = make_mesh(jax.devices()[:1])
+    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     med, best = timeit(lambda s: chunk(s, adj, mask, idx), state, repeat=5)
     return {"what": f"PPGN {blocks}x{hidden} train step, N={N}, B={B}, {dtype}",
@@ -69,17 +70,17 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10):
 def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=True):
     model = build_model("ppgn", T, hidden=hidden, num_blocks=blocks,
                         compute_dtype=jnp.bfloat16 if dtype == "bfloat16" else jnp.float32)
-    adj, mask = random_graphs(2, N)
-    params = model.init(jax.random.key(0), adj, mask, jnp.ones(2, jnp.int32), jnp.full(2, .25))
-    s = make_schedule("linear", T)
+    params = init_params(model, jax.random.key(0), N)
+    process = BitFlipProcess(schedule_name="linear", num_timesteps=T, algorithm=2)
     mask = jnp.asarray(node_mask_from_counts(np.full(num, N), N))
-    fn = lambda a, m, t, b: model.apply(params, a, m, t, b)
-    if vmapped:
+    fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
+    if vmapped:  # the process's sampler: what ddgjax.sampling.generate runs
+        sampler = process.sampler(T, algorithm=2)
         keys = jax.random.split(jax.random.key(0), num)
-        run = jax.jit(lambda k, m: diffusion.sample_graphs_vmapped(fn, k, m, s, 2))
+        run = jax.jit(lambda k, m: sampler(fn, k, m))
         med, best = timeit(run, keys, mask, warmup=1, repeat=3)
-    else:
-        run = jax.jit(lambda k, m: diffusion.sample_graphs(fn, k, m, s, 2))
+    else:  # the same chain batched natively (one key for the whole batch)
+        run = jax.jit(lambda k, m: bitflip.sample_graphs(fn, k, m, process.schedule, 2))
         med, best = timeit(run, jax.random.key(0), mask, warmup=1, repeat=3)
     return {"what": f"sample {num} graphs, PPGN {blocks}x{hidden}, N={N}, {T} steps, {dtype}, "
                     f"{'vmapped per-graph' if vmapped else 'batched'}",

@@ -233,7 +233,7 @@ def main(argv=None) -> int:
 
     import jax
 
-    from ddgjax.graphs import read_graph_list, select_split
+    from ddgjax.data import read_graph_list, select_split
 
     if args.synthetic:
         test, train = delaunay_graphs(40, seed=1), delaunay_graphs(160, seed=2)

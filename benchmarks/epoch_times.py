@@ -1,6 +1,9 @@
 """Time per epoch of the paper configs: a short run of each, then sampling speed.
 
     python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
+
+CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
+``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.
 """
 import argparse
 import importlib.util
@@ -17,10 +20,11 @@ from ddgjax import training  # noqa: E402
 
 
 def load(path):
+    path, *arg = path.split(":", 1)
     spec = importlib.util.spec_from_file_location("cfg", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.get_config()
+    return mod.get_config(*arg)
 
 
 def main():
@@ -36,7 +40,7 @@ def main():
         cfg.train.checkpoint_every_epochs = args.epochs // 2
         wd = tempfile.mkdtemp()
         t0 = time.time()
-        s = training.train_and_evaluate(cfg, wd, verbose=False)
+        s = training.train(cfg, wd, verbose=False)
         # the first chunk includes compilation; the second is steady state
         steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs // 2)
         rows.append({"config": path, "epochs": args.epochs, "total_s": time.time() - t0,

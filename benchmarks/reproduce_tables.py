@@ -3,6 +3,11 @@
     DDGJAX_DATA=../shared/data python benchmarks/reproduce_tables.py --out runs/tables \
         --parallel 6 [--only community_small_ppgn_simple,...] [--epochs-scale 1.0]
 
+Runs are named ``DATASET_MODEL_LOSS[_OPTION...]``, the ``configs/paper.py`` spec
+with ``_`` for ``,`` (``planar_60_ppgn_simple_t128`` trains
+``configs/paper.py:planar_60,ppgn,simple,t128``); the name is also the run's
+directory under ``--out`` and the prefix of its sample files.
+
 Phase ``train``: every config of the table trains in its own ``train.py``
 process, ``--parallel`` of them at once on the one GPU (the small models are
 bound by kernel launches, so several share a GPU well). Phase ``eval``: for
@@ -22,8 +27,31 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from configs import paper  # noqa: E402
+
 TABLE = [f"{d}_{m}" for d in ("community_small", "ego_small", "sbm_27", "planar_60")
          for m in ("ppgn_simple", "ppgn_vb", "edp_simple")]
+
+
+def spec_of(name: str) -> str:
+    """Run name -> ``configs/paper.py`` spec, checked: ``"planar_60_ppgn_simple_t128"`` ->
+    ``"planar_60,ppgn,simple,t128"``. ValueError for a name that is no paper experiment."""
+    for dataset in paper.DATASETS:
+        if name.startswith(dataset + "_"):
+            model, loss, rest = (name[len(dataset) + 1:].split("_", 2) + ["", ""])[:3]
+            fields = [dataset, model, loss]
+            while rest:  # options, some of which contain "_" themselves
+                opt = next((o for o in paper.OPTIONS if rest == o or rest.startswith(o + "_")),
+                           rest)
+                fields.append(opt)
+                rest = rest[len(opt) + 1:]
+            spec = ",".join(fields)
+            paper.parse_spec(spec)
+            if spec.replace(",", "_") != name:
+                raise ValueError(f"run name {name!r}: a stray '_'")
+            return spec
+    raise ValueError(f"run name {name!r} does not start with a dataset of configs/paper.py "
+                     f"({', '.join(paper.DATASETS)})")
 
 
 def train_all(names, out, parallel, extra):
@@ -38,7 +66,8 @@ def train_all(names, out, parallel, extra):
             os.makedirs(wd, exist_ok=True)
             log = open(os.path.join(wd, "train.log"), "w")
             cmd = [sys.executable, os.path.join(REPO, "train.py"),
-                   f"--config={os.path.join(REPO, 'configs', name + '.py')}", f"--workdir={wd}",
+                   f"--config={os.path.join(REPO, 'configs', 'paper.py')}:{spec_of(name)}",
+                   f"--workdir={wd}",
                    "--quiet", *extra.get(name, [])]
             running[name] = (subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log,
                                               stderr=subprocess.STDOUT), time.time(), log)
@@ -63,7 +92,7 @@ def train_summary(wd):
 
 def sample_all(names, out, seeds, num_samples, algorithm=None, tag=""):
     """Sample every run (best checkpoint) for each seed; write samples and timings."""
-    from ddgjax.graphs import write_graph_list
+    from ddgjax.data import write_graph_list
     from ddgjax.sampling import generate, load_run
 
     for name in names:
@@ -97,10 +126,9 @@ def eval_all(names, out, seeds, num_samples, data_dir="", tag=""):
     here if missing) against the test split; the train/test floor; ratios."""
     import numpy as np
 
-    from ddgjax.datasets import load_dataset
-    from ddgjax.graphs import read_graph_list
+    from ddgjax.data import load_dataset, read_graph_list
     from ddgjax.metrics import compute_mmds
-    from ddgjax.sampling import draw_graph_grid
+    from ddgjax.plotting import draw_graph_grid
 
     results = {}
     floors = {}
@@ -176,7 +204,9 @@ def write_markdown(results, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", default="", help="comma-separated config names (default: Table 1-2)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated run names, DATASET_MODEL_LOSS[_OPTION...] "
+                         "(default: Table 1-2)")
     ap.add_argument("--phase", choices=["all", "train", "sample", "eval"], default="all")
     ap.add_argument("--parallel", type=int, default=6)
     ap.add_argument("--seeds", type=int, default=5)
@@ -191,6 +221,8 @@ def main():
                     help="NAME:--config.x.y=v extra flag for one run (repeatable)")
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n] or TABLE
+    for n in names:
+        spec_of(n)  # a bad name fails here, before anything runs
     extra = {}
     for o in args.override:
         n, flag = o.split(":", 1)

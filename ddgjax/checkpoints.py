@@ -6,10 +6,13 @@ A run's workdir holds two managers, each keeping one checkpoint:
 * ``checkpoints/best``: the state with the lowest training loss (the paper's
   model selection).
 
-Each checkpoint stores the train state as a pytree of arrays plus a small JSON
-``meta`` dict (epoch, step, loss). Orbax writes into a temporary directory and
-renames it when complete, so an interrupted save never replaces a good
-checkpoint.
+Each checkpoint stores the train state (``step``, ``params``, ``ema_params``,
+``opt_state``) as a pytree of arrays plus a small JSON ``meta`` dict (epoch,
+step, loss). Orbax writes into a temporary directory and renames it when
+complete, so an interrupted save never replaces a good checkpoint.
+
+Training restores the whole state (``restore``); sampling restores only the
+parameters (``restore_params``), without building an optimizer.
 """
 from __future__ import annotations
 
@@ -20,22 +23,13 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from ddgjax.parallel import to_host
+
 KINDS = ("latest", "best")
 
 
 class CheckpointError(RuntimeError):
     """No usable checkpoint where one was expected."""
-
-
-def to_host(tree: Any) -> Any:
-    """Replicated (possibly multi-host) arrays -> numpy, via this process's own copy."""
-
-    def one(x):
-        if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            return np.asarray(x.addressable_data(0))
-        return np.asarray(x)
-
-    return jax.tree_util.tree_map(one, tree)
 
 
 def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointManager:
@@ -75,11 +69,7 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
 
     Raises CheckpointError naming the workdir if there is no checkpoint.
     """
-    step = latest_step(workdir, kind)
-    if step is None:
-        raise CheckpointError(f"{workdir}: no '{kind}' checkpoint found "
-                              f"(expected {os.path.join(workdir, 'checkpoints', kind)}/<step>); "
-                              "train a model there first with train.py")
+    step = _existing_step(workdir, kind)
     abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, to_host(target))
     with _manager(workdir, kind, create=False) as mngr:
         out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
@@ -105,11 +95,56 @@ def _check_fits(restored: Any, abstract: Any, what: str) -> None:
                 f"{tuple(np.shape(g))} in the checkpoint, {tuple(w.shape)} in the model")
 
 
-def restore_meta(workdir: str, kind: str) -> dict:
-    """Only the JSON meta of checkpoint ``kind``."""
+def restore_params(workdir: str, kind: str, abstract_params: Any) -> tuple[Any, Any, dict]:
+    """Only the parameters of checkpoint ``kind``: ``(params, ema_params, meta)``.
+
+    The state is read without a target (no optimizer is built); the two parameter
+    trees are checked against ``abstract_params`` (``ddgjax.models.abstract_params``)
+    and come back as numpy arrays in its structure. Raises CheckpointError naming
+    the workdir if there is no checkpoint or it does not fit.
+    """
+    step = _existing_step(workdir, kind)
+    with _manager(workdir, kind, create=False) as mngr:
+        out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(),
+                                                         meta=ocp.args.JsonRestore()))
+    state = out["state"]
+    what = f"{workdir}: the '{kind}' checkpoint"
+    if not isinstance(state, dict) or not {"params", "ema_params"} <= set(state):
+        raise CheckpointError(f"{what} holds no 'params' and 'ema_params'")
+    want_def = jax.tree_util.tree_structure(abstract_params)
+    trees = []
+    for name in ("params", "ema_params"):
+        leaves = jax.tree_util.tree_leaves(state[name])
+        if len(leaves) != want_def.num_leaves:
+            raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
+        # Orbax returns plain dicts; rebuild the model's own structure from the leaves
+        # in key order (both are flattened with sorted dict keys).
+        tree = jax.tree_util.tree_unflatten(want_def, [np.asarray(x) for x in leaves])
+        _check_fits(tree, abstract_params, what)
+        _check_same_paths(state[name], abstract_params, what)
+        trees.append(tree)
+    return trees[0], trees[1], dict(out["meta"])
+
+
+def _check_same_paths(restored: Any, abstract: Any, what: str) -> None:
+    """Raise CheckpointError if the key paths of two parameter trees differ."""
+    keys = lambda t: [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(t)[0]]
+    if keys(restored) != keys(abstract):
+        raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
+
+
+def _existing_step(workdir: str, kind: str) -> int:
     step = latest_step(workdir, kind)
     if step is None:
-        raise CheckpointError(f"{workdir}: no '{kind}' checkpoint found")
+        raise CheckpointError(f"{workdir}: no '{kind}' checkpoint found "
+                              f"(expected {os.path.join(workdir, 'checkpoints', kind)}/<step>); "
+                              "train a model there first with train.py")
+    return step
+
+
+def restore_meta(workdir: str, kind: str) -> dict:
+    """Only the JSON meta of checkpoint ``kind``."""
+    step = _existing_step(workdir, kind)
     with _manager(workdir, kind, create=False) as mngr:
         out = mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
     return dict(out["meta"])

@@ -14,8 +14,9 @@ def user_errors() -> tuple:
     from ddgjax.checkpoints import CheckpointError
     from ddgjax.sampling import SamplingError
     from ddgjax.training import TrainingError
+    from ddgjax.workdir import WorkdirError
 
-    return USER_ERRORS + (TrainingError, SamplingError, CheckpointError)
+    return USER_ERRORS + (TrainingError, SamplingError, CheckpointError, WorkdirError)
 
 
 def fail(message: str, code: int = 1):

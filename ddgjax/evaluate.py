@@ -42,7 +42,8 @@ def parse_graph_spec(spec: str) -> tuple[str, str | None]:
 
 def load_graphs(spec: str, what: str):
     """Graphs of ``PATH[:SPLIT]``, plus the file (for its other splits)."""
-    from ddgjax.graphs import GraphFormatError, read_graph_list, select_split
+    from ddgjax.data import read_graph_list, select_split
+    from ddgjax.graphs import GraphFormatError
 
     path, split = parse_graph_spec(spec)
     f = read_graph_list(path)
@@ -86,7 +87,8 @@ def main(argv=None) -> int:
     except SystemExit as e:                       # usage errors: argparse printed them
         return int(e.code or 0)
 
-    from ddgjax.graphs import GraphFormatError, select_split
+    from ddgjax.data import select_split
+    from ddgjax.graphs import GraphFormatError
 
     try:
         with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Padded graph batches and conversions to and from networkx and JSON files.
+"""Padded graph batches: the array convention, masks, and conversions to and from networkx.
 
 Convention (the one every other module relies on):
 
@@ -8,20 +8,14 @@ Convention (the one every other module relies on):
 * ``node_mask``: ``bool[B, N]``; graph ``b`` with ``n_b`` nodes has real nodes
   ``0..n_b-1`` (a prefix) and padding after them.
 
-Self-loops in input graphs are dropped with a warning (the method models only
-the strict upper triangle, so a self-loop has no meaning for it).
-
-JSON graph-list format (``../shared/data``)::
-
-    {"name": str, "split": {"train": [...], "test": [...], ...},
-     "graphs": [{"n": int, "edges": [[i, j], ...]}, ...]}
-
-with nodes ``0..n-1`` and each edge listed once.
+:func:`graphs_to_batch` pads networkx graphs into this form and
+:func:`batch_to_graphs` undoes it. Self-loops in input graphs are dropped with
+a warning (the method models only the strict upper triangle, so a self-loop
+has no meaning for it). Graph files are read and written by
+:mod:`ddgjax.data.formats`.
 """
 from __future__ import annotations
 
-import json
-import os
 import warnings
 from typing import Any, NamedTuple, Sequence
 
@@ -171,120 +165,3 @@ def batch_to_graphs(adj, num_nodes) -> list[nx.Graph]:
         g.add_edges_from(zip(iu.tolist(), ju.tolist()))
         out.append(g)
     return out
-
-
-# ----------------------------------------------------------------------------
-# JSON graph-list files
-
-
-class GraphListFile(NamedTuple):
-    """Contents of one JSON graph-list file.
-
-    Attributes:
-      graphs: all graphs in file order.
-      split: name -> list of graph indices (may be empty if the file has none).
-      name: dataset name (file stem if absent).
-      path: the file it came from.
-    """
-
-    graphs: list
-    split: dict
-    name: str
-    path: str
-
-
-def _graph_from_record(rec: Any, path: str, index: int) -> nx.Graph:
-    where = _where(path, index)
-    if not isinstance(rec, dict):
-        raise GraphFormatError(f"{where}expected an object with fields 'n' and 'edges', "
-                               f"got {type(rec).__name__}")
-    if "n" not in rec:
-        raise GraphFormatError(f"{where}missing field 'n' (number of nodes)")
-    n = rec["n"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise GraphFormatError(f"{where}field 'n' must be a non-negative integer, got {n!r}")
-    edges = rec.get("edges", [])
-    if not isinstance(edges, list):
-        raise GraphFormatError(f"{where}field 'edges' must be a list of [i, j] pairs")
-    g = nx.Graph()
-    g.add_nodes_from(range(n))
-    loops = 0
-    for k, e in enumerate(edges):
-        if (not isinstance(e, (list, tuple)) or len(e) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in e)):
-            raise GraphFormatError(
-                f"{where}field 'edges'[{k}] must be a pair of integer node ids, got {e!r}")
-        i, j = e
-        if not (0 <= i < n and 0 <= j < n):
-            raise GraphFormatError(
-                f"{where}field 'edges'[{k}] = {e!r} points outside nodes 0..{n - 1}")
-        if i == j:
-            loops += 1
-            continue
-        g.add_edge(i, j)
-    if loops:
-        warnings.warn(f"{where}dropped {loops} self-loop(s)", stacklevel=3)
-    return g
-
-
-def read_graph_list(path: str | os.PathLike) -> GraphListFile:
-    """Read a JSON graph-list file. Errors name the file, the graph and the field."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise GraphFormatError(f"{path}: file not found")
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise GraphFormatError(f"{path}: malformed JSON: {e}") from e
-    except UnicodeDecodeError as e:
-        raise GraphFormatError(f"{path}: not a text JSON file: {e}") from e
-    if isinstance(data, list):  # a bare list of graph records is accepted too
-        data = {"graphs": data}
-    if not isinstance(data, dict) or "graphs" not in data:
-        raise GraphFormatError(f"{path}: expected an object with a field 'graphs'")
-    if not isinstance(data["graphs"], list):
-        raise GraphFormatError(f"{path}: field 'graphs' must be a list")
-    graphs = [_graph_from_record(r, path, i) for i, r in enumerate(data["graphs"])]
-    split = data.get("split") or {}
-    if not isinstance(split, dict):
-        raise GraphFormatError(f"{path}: field 'split' must be an object of index lists")
-    clean_split = {}
-    for k, v in split.items():
-        if not isinstance(v, list):
-            continue  # e.g. the 'rule' description string
-        if not all(isinstance(x, int) and 0 <= x < len(graphs) for x in v):
-            raise GraphFormatError(
-                f"{path}: field 'split'.{k} must list graph indices in 0..{len(graphs) - 1}")
-        clean_split[k] = list(v)
-    name = data.get("name") or os.path.splitext(os.path.basename(path))[0]
-    return GraphListFile(graphs=graphs, split=clean_split, name=str(name), path=path)
-
-
-def select_split(f: GraphListFile, split: str | None) -> list:
-    """Graphs of one named split of a file (all graphs for None)."""
-    if split is None:
-        return list(f.graphs)
-    if split not in f.split:
-        raise GraphFormatError(f"{f.path}: unknown split {split!r}; the file has "
-                               f"{sorted(f.split) or 'no splits'}")
-    return [f.graphs[i] for i in f.split[split]]
-
-
-def graph_to_record(g: nx.Graph) -> dict:
-    """networkx graph -> ``{"n": n, "edges": [[i, j], ...]}`` with i<j, sorted."""
-    g = clean_graph(g)
-    edges = sorted((min(u, v), max(u, v)) for u, v in g.edges())
-    return {"n": g.number_of_nodes(), "edges": [[int(u), int(v)] for u, v in edges]}
-
-
-def write_graph_list(path: str | os.PathLike, graphs: Sequence[nx.Graph], name: str = "",
-                     split: dict | None = None, **extra) -> None:
-    """Write graphs to a JSON graph-list file atomically (temp file + rename)."""
-    path = os.fspath(path)
-    data = {"name": name or os.path.splitext(os.path.basename(path))[0], **extra,
-            "split": split or {}, "graphs": [graph_to_record(g) for g in graphs]}
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)

@@ -1,16 +1,15 @@
-"""Batched sampling driver (host side): load a run, draw node counts, sample in
-fixed-shape batches, convert to graphs, draw pictures.
+"""Batched sampling driver (host side): load a trained run, draw node counts,
+sample in fixed-shape batches, convert to graphs.
 
-Graph ``i`` of a request uses the key ``fold_in(key(seed), i)`` and the
-per-graph (vmapped) sampler, so the graphs do not depend on the batch size or
-on the number of devices: ``--batch_size 64`` and ``--batch_size 1024`` give
-the same samples.
+Graph ``i`` of a request uses the key ``fold_in(key(seed), i)`` and a per-graph
+(vmapped) sampler, so the graphs do not depend on the batch size or on the
+number of devices: ``batch_size=64`` and ``batch_size=1024`` give the same
+samples. The sampler comes from the run's noise process
+(``ddgjax.processes``); this module never names one.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from typing import Any, NamedTuple
 
@@ -18,14 +17,14 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
 
-from ddgjax import checkpoints, diffusion
-from ddgjax.datasets import NodeCountDistribution, sample_node_counts
+from ddgjax import checkpoints
+from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
-from ddgjax.schedules import NoiseSchedule
-from ddgjax.training import (AXIS, init_state, make_mesh, make_optimizer, model_from_config,
-                             schedule_from_config)
+from ddgjax.models import abstract_params, model_from_config
+from ddgjax.parallel import batch_sharded, make_mesh, put_global, replicate
+from ddgjax.processes import NoiseProcess, Sampler, process_from_config
+from ddgjax.workdir import WorkdirError, read_run_record
 
 
 class SamplingError(RuntimeError):
@@ -33,11 +32,18 @@ class SamplingError(RuntimeError):
 
 
 class Run(NamedTuple):
-    """A trained run loaded from its workdir."""
+    """A trained run loaded from its workdir.
+
+    Attributes:
+      config: the run's configuration; model: the Flax denoiser;
+      process: its noise process; params: the parameters sampling uses (EMA or raw);
+      max_nodes: N; node_counts: the training split's node-count distribution;
+      meta: the checkpoint's meta (epoch, step, loss).
+    """
 
     config: ml_collections.ConfigDict
     model: Any
-    schedule: NoiseSchedule
+    process: NoiseProcess
     params: Any
     max_nodes: int
     node_counts: NodeCountDistribution
@@ -45,89 +51,73 @@ class Run(NamedTuple):
 
 
 def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None) -> Run:
-    """Load config, dataset info and the ``best`` (or ``latest``) checkpoint of a run."""
-    cfg_path = os.path.join(workdir, "config.json")
-    ds_path = os.path.join(workdir, "dataset.json")
-    if not os.path.isdir(workdir):
-        raise SamplingError(f"{workdir}: workdir not found")
-    for p in (cfg_path, ds_path):
-        if not os.path.exists(p):
-            raise SamplingError(f"{workdir}: no trained run here ({os.path.basename(p)} is "
-                                "missing); run train.py --workdir on it first")
-    with open(cfg_path) as f:
-        config = ml_collections.ConfigDict(json.load(f))
-    with open(ds_path) as f:
-        ds_info = json.load(f)
-    model = model_from_config(config)
-    schedule = schedule_from_config(config)
-    tx = make_optimizer(config.train, 1)
-    target = init_state(model, tx, jax.random.key(0), ds_info["max_nodes"])
+    """Load config, dataset record and the parameters of the ``best`` (or ``latest``)
+    checkpoint of a run. ``use_ema=None`` follows ``config.sample.use_ema``."""
     try:
-        state, meta = checkpoints.restore(workdir, checkpoint, target)
-    except checkpoints.CheckpointError as e:
+        config, ds_info = read_run_record(workdir)
+        model = model_from_config(config)
+        process = process_from_config(config)
+        params, ema_params, meta = checkpoints.restore_params(
+            workdir, checkpoint, abstract_params(model, int(ds_info["max_nodes"])))
+    except (WorkdirError, checkpoints.CheckpointError) as e:
         raise SamplingError(str(e)) from e
     if use_ema is None:
         use_ema = bool(config.sample.get("use_ema", False))
-    params = state.ema_params if use_ema else state.params
-    return Run(config, model, schedule, params, int(ds_info["max_nodes"]),
-               NodeCountDistribution.from_dict(ds_info["node_counts"]), meta)
+    return Run(config, model, process, ema_params if use_ema else params,
+               int(ds_info["max_nodes"]), NodeCountDistribution.from_dict(ds_info["node_counts"]),
+               meta)
 
 
-def default_algorithm(config) -> int:
-    """Algorithm 1 for L_vb, Algorithm 2 for L_simple (the paper's pairing), unless set."""
-    if config.sample.algorithm:
-        return int(config.sample.algorithm)
-    return 1 if config.diffusion.loss == "vb" else 2
+_COMPILED: dict = {}
 
 
-_SAMPLERS: dict = {}
+def compiled_sampler(model, sampler: Sampler):
+    """Jitted ``(params, keys [B], node_mask [B, N]) -> sampler(model.apply(params), ...)``.
 
-
-def cached_sampler(model, cache_key: tuple, sample_fn):
-    """Jitted ``(params, keys [B], node_mask [B,N]) -> sample_fn(denoise, keys, node_mask)``.
-
-    One compiled sampler per (model, ``cache_key``), so repeated ``generate``
-    calls (several seeds, several checkpoints of one model) compile once.
-    ``cache_key`` must name everything ``sample_fn`` closes over.
+    One compiled function per (model, sampler) pair (both hashable), so repeated
+    ``generate`` calls (several seeds, several checkpoints of one model) compile
+    once per batch shape.
     """
-    full_key = (model, cache_key)
-    if full_key not in _SAMPLERS:
+    key = (model, sampler)
+    if key not in _COMPILED:
         def run(params, keys, node_mask):
-            return sample_fn(lambda a, m, t, b: model.apply(params, a, m, t, b), keys, node_mask)
+            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            return sampler(denoise, keys, node_mask)
 
-        _SAMPLERS[full_key] = jax.jit(run)
-    return _SAMPLERS[full_key]
+        _COMPILED[key] = jax.jit(run)
+    return _COMPILED[key]
 
 
-def make_sampler(model, schedule: NoiseSchedule, algorithm: int, num_steps: int | None,
-                 return_chain: bool = False):
-    """Jitted discrete sampler ``(params, keys [B], node_mask [B,N]) -> adj [B,N,N]``,
-    vmapped per graph (``diffusion.sample_graphs_vmapped``), cached."""
-    cache_key = ("discrete", schedule.num_timesteps, schedule.beta_bar64.tobytes(), algorithm,
-                 num_steps, return_chain)
-    return cached_sampler(model, cache_key, lambda fn, keys, node_mask:
-                          diffusion.sample_graphs_vmapped(fn, keys, node_mask, schedule,
-                                                          algorithm, num_steps, return_chain))
+def graph_keys(seed: int, first: int, count: int) -> jax.Array:
+    """``[count]`` keys ``fold_in(key(seed), i)`` for request indices ``first .. first+count-1``."""
+    root = jax.random.key(seed)
+    idx = jnp.arange(first, first + count, dtype=jnp.int32)
+    return jax.vmap(lambda i: jax.random.fold_in(root, i))(idx)
 
 
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
-             algorithm: int | None = None, num_steps: int | None = None,
-             node_counts: np.ndarray | None = None, return_chain: bool = False,
-             progress=None) -> dict:
+             num_steps: int | None = None, node_counts: np.ndarray | None = None,
+             return_chain: bool = False, progress=None, **sampler_options) -> dict:
     """Sample ``num_samples`` graphs.
 
     Node counts come from the training split's distribution (seeded by
     ``seed``) unless given. Batches all have ``batch_size`` graphs (the last is
-    padded with empty graphs) so the sampler compiles once.
+    padded with empty graphs) so the sampler compiles once. ``sampler_options``
+    go to the process's sampler (bit flips: ``algorithm=1|2``; Gaussian:
+    ``eta``, ``clip_x0``); ``None`` values mean the run's default.
 
     Returns a dict with ``adj`` (``uint8[M, N, N]``), ``num_nodes`` (``[M]``),
     ``graphs`` (networkx), ``seconds`` (sampling time without the first
-    compile), ``compile_seconds``, and ``chain`` (``[M, K+1, N, N]``) if asked.
+    compile), ``compile_seconds``, ``graphs_per_second``, the sampler's ``info``
+    (``num_steps``, and e.g. ``algorithm``), and ``chain`` (``[M, K+1, N, N]``) if asked.
     """
     if num_samples < 1:
         raise SamplingError(f"--num_samples must be positive, got {num_samples}")
-    algorithm = algorithm or default_algorithm(run.config)
-    num_steps = num_steps or None
+    options = {k: v for k, v in sampler_options.items() if v is not None}
+    try:
+        sampler = run.process.sampler(num_steps or None, return_chain, **options)
+    except ValueError as e:
+        raise SamplingError(str(e)) from e
     if node_counts is None:
         node_counts = sample_node_counts(run.node_counts, num_samples, seed)
     node_counts = np.asarray(node_counts, dtype=np.int32)
@@ -137,16 +127,9 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     mesh = make_mesh()
     n_dev = mesh.devices.size
     batch_size = max(n_dev, int(math.ceil(min(batch_size, num_samples) / n_dev) * n_dev))
-    sharding = NamedSharding(mesh, P(AXIS))
-    if run.config.diffusion.get("kind", "discrete") == "gaussian":
-        from ddgjax import gaussian
-
-        algorithm = None  # the Gaussian sampler has one reverse process (docs/gaussian.md)
-        sampler = gaussian.make_sampler(run.model, run.config, num_steps, return_chain)
-    else:
-        sampler = make_sampler(run.model, run.schedule, algorithm, num_steps, return_chain)
-    params = jax.device_put(run.params, NamedSharding(mesh, P()))
-    root = jax.random.key(seed)
+    sharding = batch_sharded(mesh)
+    fn = compiled_sampler(run.model, sampler)
+    params = replicate(run.params, mesh)
     out_adj, out_chain = [], []
     t_compile, t_run = 0.0, 0.0
     num_batches = math.ceil(num_samples / batch_size)
@@ -155,19 +138,16 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
         counts = np.zeros(batch_size, np.int32)
         real = node_counts[lo:lo + batch_size]
         counts[:len(real)] = real
-        idx = np.arange(lo, lo + batch_size, dtype=np.int32)
-        keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(jnp.asarray(idx))
-        mask = node_mask_from_counts(counts, run.max_nodes)
-        keys, mask = jax.device_put(keys, sharding), jax.device_put(mask, sharding)
+        keys = jax.device_put(graph_keys(seed, lo, batch_size), sharding)
+        mask = put_global(node_mask_from_counts(counts, run.max_nodes), sharding)
         t0 = time.time()
-        res = sampler(params, keys, mask)
-        res = jax.block_until_ready(res)
+        res = jax.block_until_ready(fn(params, keys, mask))
         dt = time.time() - t0
         if b == 0:
             t_compile = dt
             if num_batches == 1:  # time a second, compiled call for graphs/s
                 t0 = time.time()
-                jax.block_until_ready(sampler(params, keys, mask))
+                jax.block_until_ready(fn(params, keys, mask))
                 t_run += time.time() - t0
         else:
             t_run += dt
@@ -182,40 +162,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     result = {"adj": adj, "num_nodes": node_counts, "graphs": batch_to_graphs(adj, node_counts),
               "seconds": t_run, "compile_seconds": t_compile,
               "graphs_per_second": (timed / t_run) if t_run > 0 else float("nan"),
-              "algorithm": algorithm,
-              "num_steps": int(num_steps or run.schedule.num_timesteps)}
+              "algorithm": sampler.info.get("algorithm"), **sampler.info}
     if return_chain:
         result["chain"] = np.concatenate(out_chain)
     return result
-
-
-def draw_graph_grid(path: str, rows: list[tuple[str, list]], max_per_row: int = 8,
-                    seed: int = 0) -> None:
-    """Save a PNG grid: one row per (title, graphs) pair, spring layouts, isolated nodes shown."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    ncols = max(1, min(max_per_row, max(len(g) for _, g in rows)))
-    fig, axes = plt.subplots(len(rows), ncols, figsize=(1.8 * ncols, 1.9 * len(rows)),
-                             squeeze=False)
-    for r, (title, graphs) in enumerate(rows):
-        for c in range(ncols):
-            ax = axes[r][c]
-            ax.set_axis_off()
-            if c >= len(graphs):
-                continue
-            g = graphs[c]
-            pos = nx.spring_layout(g, seed=seed) if g.number_of_nodes() else {}
-            nx.draw_networkx(g, pos=pos, ax=ax, node_size=12, width=0.5, with_labels=False,
-                             node_color="#3b6ea8", edge_color="#444444")
-            ax.set_title(f"n={g.number_of_nodes()} m={g.number_of_edges()}", fontsize=6)
-        axes[r][0].text(-0.05, 0.5, title, transform=axes[r][0].transAxes, rotation=90,
-                        va="center", ha="right", fontsize=8)
-    fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)

@@ -12,6 +12,7 @@ import pytest
 from absl import flags
 from ml_collections import config_flags
 
+from configs import paper
 from conftest import REPO
 
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
@@ -44,10 +45,9 @@ def test_unknown_config_key_is_an_error():
         parse_config("--config.train.lrr=0.01")
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "configs").glob("*_*_*.py")
-                                         if not p.name.startswith("_")))
-def test_every_paper_config_loads(name):
-    cfg = parse_config(path=f"configs/{name}")
+@pytest.mark.parametrize("spec", paper.all_specs())
+def test_every_paper_config_loads(spec):
+    cfg = parse_config(path=f"configs/paper.py:{spec}")
     assert cfg.model.name in ("ppgn", "edp")
     assert cfg.train.batch_size == 64 and cfg.train.lr == 1e-3
 

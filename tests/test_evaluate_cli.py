@@ -3,18 +3,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import networkx as nx
 import pytest
 
+from ddgjax.data import write_graph_list
 from ddgjax.evaluate import main, parse_graph_spec
-from ddgjax.graphs import write_graph_list
-
-REPO = Path(__file__).parents[1]
-DATA = REPO.parent / "shared" / "data"
-
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"dataset directory {DATA} not found")
+from helpers import DATA_DIR, REPO, needs_data
 
 
 def run(capsys, *argv):
@@ -34,8 +29,8 @@ def test_parse_graph_spec(tmp_path):
 
 @needs_data
 def test_paper_protocol_with_floor(capsys):
-    code, out, err = run(capsys, "--reference", f"{DATA}/community_small.json:test",
-                         "--generated", f"{DATA}/community_small.json:train")
+    code, out, err = run(capsys, "--reference", f"{DATA_DIR}/community_small.json:test",
+                         "--generated", f"{DATA_DIR}/community_small.json:train")
     assert code == 0, err
     res = json.loads(out)
     assert out.count("\n") == 1
@@ -52,10 +47,10 @@ def test_spectre_protocol_with_validity(capsys, tmp_path):
     gen = [nx.convert_node_labels_to_integers(g) for g in gen]
     path = tmp_path / "gen.json"
     write_graph_list(path, gen)
-    code, out, err = run(capsys, "--reference", f"{DATA}/spectre_planar_64.json:test",
+    code, out, err = run(capsys, "--reference", f"{DATA_DIR}/spectre_planar_64.json:test",
                          "--generated", str(path), "--protocol", "spectre",
                          "--validity", "planar",
-                         "--train", f"{DATA}/spectre_planar_64.json:train")
+                         "--train", f"{DATA_DIR}/spectre_planar_64.json:train")
     assert code == 0, err
     res = json.loads(out)
     for k in ("degree", "clustering", "orbit", "spectral", "spectral_ratio", "valid", "unique",

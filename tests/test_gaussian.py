@@ -309,13 +309,13 @@ def test_jitted_steps_lower_the_loss():
 
 
 def test_score_configs_load():
-    import importlib
+    from configs import paper
 
-    for name in ("ego_small_ppgn_score", "community_small_ppgn_score", "sbm_27_edp_score",
-                 "planar_60_edp_score"):
-        cfg = importlib.import_module(f"configs.{name}").get_config()
+    for spec in ("ego_small,ppgn,score", "community_small,ppgn,score", "sbm_27,edp,score",
+                 "planar_60,edp,score"):
+        cfg = paper.get_config(spec)
         assert cfg.diffusion.kind == "gaussian" and cfg.diffusion.num_timesteps == 1000
-        assert cfg.model.name == name.split("_")[-2]
+        assert cfg.model.name == spec.split(",")[1]
         gaussian.schedule_from_config(cfg)
 
 

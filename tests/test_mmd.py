@@ -1,22 +1,20 @@
-"""Statistics, kernels, MMD and the two protocols; reproduction of REFERENCE.md section 4."""
+"""Statistics, kernels, MMD and the two protocols; reproduction of the original code's floors."""
 import warnings
 from decimal import Decimal
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from ddgjax.graphs import read_graph_list, select_split
+from ddgjax.data import read_graph_list, select_split
 from ddgjax.metrics import compute_mmds, evaluate_generated, graph_statistics
 from ddgjax.metrics.mmd import (PROTOCOLS, KernelSpec, kernel_matrix, mmd2,
                                 mmds_from_statistics, statistics_for)
 from ddgjax.metrics.stats import clustering_histograms, spectral_histogram, strip_graph
+from helpers import DATA_DIR
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
-
-# REFERENCE.md section 4: test split = reference, training split = "generated".
+# docs/evaluation.md, "Reference values": test split = reference, training split = "generated".
 # Columns: paper degree (EMD), clustering (EMD), orbit (L2); spectre degree, clustering,
 # orbit (TV). Strings, so the tolerance can follow the printed precision.
 TABLE = {
@@ -46,11 +44,11 @@ def tolerance(value: float, printed: str | None = None) -> float:
 @pytest.fixture(scope="module")
 def dataset_mmds():
     """MMDs of test vs train for every table file, under both protocols (cached)."""
-    if not DATA.is_dir():
-        pytest.skip(f"dataset directory {DATA} not found")
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"dataset directory {DATA_DIR} not found")
     out = {}
     for name in TABLE:
-        f = read_graph_list(DATA / f"{name}.json")
+        f = read_graph_list(DATA_DIR / f"{name}.json")
         test, train = select_split(f, "test"), select_split(f, "train")
         # No training graph has an isolated node or self-loop, so the paper protocol's
         # stripping leaves them as they are and one set of statistics serves both.
@@ -74,7 +72,7 @@ def test_reference_table(dataset_mmds, name):
 
 
 def test_compute_mmds_matches_cached_statistics(dataset_mmds):
-    f = read_graph_list(DATA / "community_small.json")
+    f = read_graph_list(DATA_DIR / "community_small.json")
     test, train = select_split(f, "test"), select_split(f, "train")
     for p in PROTOCOLS:
         got = compute_mmds(test, train, p)

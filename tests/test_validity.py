@@ -1,30 +1,12 @@
 """Planar and SBM validity, uniqueness, novelty, V.U.N."""
-from pathlib import Path
-
 import networkx as nx
 import numpy as np
 import pytest
 
-from ddgjax.graphs import read_graph_list, select_split
-from ddgjax.metrics.validity import (first_occurrence_mask, fit_sbm, is_planar_valid,
-                                     is_sbm_valid, novel_mask, sbm_block_counts,
-                                     sbm_description_length, sbm_wald_pvalue, vun_metrics)
-
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
-
-
-def planted_sbm(sizes, p_intra=0.3, p_inter=0.005, seed=0):
-    k = len(sizes)
-    probs = np.full((k, k), p_inter)
-    np.fill_diagonal(probs, p_intra)
-    g = nx.stochastic_block_model(list(sizes), probs.tolist(), seed=seed)
-    truth = np.array([g.nodes[v]["block"] for v in g.nodes])
-    return nx.convert_node_labels_to_integers(g), truth
-
-
-def same_partition(a, b) -> bool:
-    pairs = set(zip(a.tolist(), b.tolist()))
-    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+from ddgjax.data import read_graph_list, select_split
+from ddgjax.metrics.validity import (first_occurrence_mask, is_planar_valid, is_sbm_valid,
+                                     novel_mask, sbm_wald_pvalue, vun_metrics)
+from helpers import DATA_DIR, needs_data, planted_sbm
 
 
 def test_planar_validity():
@@ -49,18 +31,6 @@ def test_wald_pvalue_by_hand():
     assert sbm_wald_pvalue(sizes, e0) == pytest.approx((2 + 2 * p_off) / 4, abs=1e-6)
 
 
-def test_fit_recovers_planted_blocks_and_dl_prefers_them():
-    g, truth = planted_sbm([25, 35, 30], seed=11)
-    blocks = fit_sbm(g)
-    assert same_partition(blocks, truth)
-    rng = np.random.default_rng(0)
-    assert sbm_description_length(nx.to_numpy_array(g), truth) < sbm_description_length(
-        nx.to_numpy_array(g), rng.integers(0, 3, size=len(truth)))
-    sizes, e = sbm_block_counts(g, blocks)
-    assert sorted(sizes.tolist()) == [25, 30, 35]
-    assert e.sum() == 2 * g.number_of_edges()
-
-
 def test_sbm_validity_examples():
     g, _ = planted_sbm([30, 30, 30], seed=4)
     assert is_sbm_valid(g)
@@ -72,11 +42,10 @@ def test_sbm_validity_examples():
     assert not is_sbm_valid(nx.empty_graph(50))
 
 
+@needs_data
 def test_sbm_pass_rate_on_spectre_training_graphs():
     """The original (graph-tool) passes 85.9% of these; the band allows our own fit."""
-    if not DATA.is_dir():
-        pytest.skip(f"dataset directory {DATA} not found")
-    train = select_split(read_graph_list(DATA / "spectre_sbm.json"), "train")
+    train = select_split(read_graph_list(DATA_DIR / "spectre_sbm.json"), "train")
     rate = np.mean([is_sbm_valid(g, use_graph_tool=False) for g in train])
     assert 0.75 <= rate <= 0.95, rate
 

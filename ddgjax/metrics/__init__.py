@@ -9,7 +9,8 @@ Public API:
 * :func:`orbit_counts` -- per-node ORCA orbit counts of a padded batch, in JAX.
 
 The protocols, kernels and their provenance are described in ``docs/evaluation.md``
-and in the docstrings of :mod:`ddgjax.metrics.mmd` and :mod:`ddgjax.metrics.validity`.
+and in the docstrings of :mod:`ddgjax.metrics.mmd`, :mod:`ddgjax.metrics.validity` and
+:mod:`ddgjax.metrics.sbm_fit`.
 """
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from ddgjax.metrics.mmd import (PROTOCOLS, KernelSpec, Protocol, compute_mmds, g
                                 statistics_for)
 from ddgjax.metrics.orbits import NUM_ORBITS, orbit_counts
 from ddgjax.metrics.stats import GraphStatistics, graph_statistics, strip_graph
-from ddgjax.metrics.validity import (VALIDITY_KINDS, first_occurrence_mask, fit_sbm,
-                                     is_planar_valid, is_sbm_valid, novel_mask, vun_metrics)
+from ddgjax.metrics.sbm_fit import fit_sbm
+from ddgjax.metrics.validity import (VALIDITY_KINDS, first_occurrence_mask, is_planar_valid,
+                                     is_sbm_valid, novel_mask, vun_metrics)
 
 __all__ = [
     "PROTOCOLS", "KernelSpec", "Protocol", "compute_mmds", "evaluate_generated",

@@ -23,7 +23,7 @@ protocol in one jitted program, in row blocks; the means are taken on the host i
 float64. Against float64 NumPy the results differ by
 ~1e-8, far below the 1e-6 tolerance of the reference table.
 
-Protocols (REFERENCE.md section 4):
+Protocols (docs/evaluation.md, "The two protocols"):
 
 =========== ======================================= ==================================
 statistic   ``paper``                               ``spectre``

@@ -1,22 +1,27 @@
-"""Denoisers ``(adj, node_mask, t_index, beta_bar) -> float32[B, N, N] logits``.
+"""Denoisers ``(adj, node_mask, t_index, noise_level) -> float32[B, N, N]``.
 
 Both models share one call signature (see ``ddgjax.models.common`` for the
-output convention) so the diffusion and training code never branch on the model:
+output convention) so the noise processes and training code never branch on
+the model:
 
-* ``PPGN`` (``ppgn.py``): conditioned on the raw ``beta_bar`` (diagonal input channel).
+* ``PPGN`` (``ppgn.py``): conditioned on the raw ``noise_level`` (diagonal input channel).
 * ``EDPGNN`` (``edp.py``): conditioned on ``t_index`` through per-level scale/bias.
+
+The output is what the noise process asks for (bit flips: logits of ``A_0``).
 
 Example::
 
     model = build_model("ppgn", num_timesteps=32, hidden=32, num_blocks=6)
-    params = model.init(jax.random.key(0), adj, node_mask, t_index, beta_bar)
-    logits = model.apply(params, adj, node_mask, t_index, beta_bar)
+    params = init_params(model, jax.random.key(0), max_nodes=20)
+    logits = model.apply(params, adj, node_mask, t_index, noise_level)
 """
 from __future__ import annotations
 
 import dataclasses
 
 import flax.linen as nn
+import jax
+import jax.numpy as jnp
 
 from ddgjax.models.edp import EDPGNN
 from ddgjax.models.ppgn import PPGN
@@ -45,7 +50,7 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
     Args:
       name: one of ``"ppgn"``, ``"edp"``.
       num_timesteps: T. EDP-GNN gets ``num_levels = T + 1`` conditioning rows (levels
-        ``t = 0..T``); PPGN ignores it (it reads ``beta_bar``).
+        ``t = 0..T``); PPGN ignores it (it reads ``noise_level``).
       **kwargs: the model's fields (``model_fields(name)``), e.g. ``hidden=32``.
 
     Raises:
@@ -66,4 +71,41 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
     return cls(**kwargs)
 
 
-__all__ = ["PPGN", "EDPGNN", "MODELS", "build_model", "model_fields"]
+COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def model_from_config(config) -> nn.Module:
+    """The denoiser of ``config.model`` for ``config.diffusion.num_timesteps`` levels.
+
+    Raises ValueError naming the config field for an unknown model or dtype.
+    """
+    name = config.model.name
+    if name not in MODELS:
+        raise ValueError(f"config.model.name: unknown model {name!r}; expected one of "
+                         f"{sorted(MODELS)}")
+    dtype = COMPUTE_DTYPES.get(config.model.compute_dtype)
+    if dtype is None:
+        raise ValueError(f"config.model.compute_dtype: expected one of {sorted(COMPUTE_DTYPES)}, "
+                         f"got {config.model.compute_dtype!r}")
+    kwargs = dict(config.model[name].to_dict())
+    return build_model(name, config.diffusion.num_timesteps, compute_dtype=dtype, **kwargs)
+
+
+def _dummy_inputs(max_nodes: int):
+    """Two all-real graphs of ``max_nodes`` nodes: the inputs ``init`` traces with."""
+    return (jnp.zeros((2, max_nodes, max_nodes), jnp.float32), jnp.ones((2, max_nodes), bool),
+            jnp.ones((2,), jnp.int32), jnp.full((2,), 0.25, jnp.float32))
+
+
+def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
+    """Fresh parameters of ``model`` (the shapes do not depend on ``max_nodes``)."""
+    return model.init(key, *_dummy_inputs(max_nodes))
+
+
+def abstract_params(model: nn.Module, max_nodes: int = 4):
+    """The parameter tree of ``model`` as ``jax.ShapeDtypeStruct`` leaves (no arrays made)."""
+    return jax.eval_shape(lambda k: init_params(model, k, max_nodes), jax.random.key(0))
+
+
+__all__ = ["PPGN", "EDPGNN", "MODELS", "abstract_params", "build_model", "init_params",
+           "model_fields", "model_from_config"]

@@ -54,11 +54,11 @@ def symmetrize_and_mask(logits: jax.Array, node_mask: jax.Array) -> jax.Array:
     return jnp.where(edge_mask(node_mask), logits, 0.0)
 
 
-def check_inputs(adj, node_mask, t_index, beta_bar):
+def check_inputs(adj, node_mask, t_index, noise_level):
     """Shape-check and normalise the common denoiser inputs.
 
     Returns ``(adj float32[B,N,N], node_mask bool[B,N], t_index int32[B],
-    beta_bar float32[B])``; a scalar ``t_index`` or ``beta_bar`` is broadcast to ``[B]``.
+    noise_level float32[B])``; a scalar ``t_index`` or ``noise_level`` is broadcast to ``[B]``.
     Raises ValueError on inconsistent shapes (at trace time).
     """
     adj = jnp.asarray(adj)
@@ -69,11 +69,11 @@ def check_inputs(adj, node_mask, t_index, beta_bar):
     if node_mask.shape != (b, n):
         raise ValueError(f"node_mask must be [B, N] = {(b, n)}, got shape {node_mask.shape}")
     t_index = jnp.asarray(t_index)
-    beta_bar = jnp.asarray(beta_bar)
+    noise_level = jnp.asarray(noise_level)
     if t_index.ndim > 1 or (t_index.ndim == 1 and t_index.shape[0] != b):
         raise ValueError(f"t_index must be [B] = ({b},) or a scalar, got shape {t_index.shape}")
-    if beta_bar.ndim > 1 or (beta_bar.ndim == 1 and beta_bar.shape[0] != b):
-        raise ValueError(f"beta_bar must be [B] = ({b},) or a scalar, got shape {beta_bar.shape}")
+    if noise_level.ndim > 1 or (noise_level.ndim == 1 and noise_level.shape[0] != b):
+        raise ValueError(f"noise_level must be [B] = ({b},) or a scalar, got shape {noise_level.shape}")
     t_index = jnp.broadcast_to(t_index.astype(jnp.int32), (b,))
-    beta_bar = jnp.broadcast_to(beta_bar.astype(jnp.float32), (b,))
-    return adj.astype(jnp.float32), node_mask.astype(bool), t_index, beta_bar
+    noise_level = jnp.broadcast_to(noise_level.astype(jnp.float32), (b,))
+    return adj.astype(jnp.float32), node_mask.astype(bool), t_index, noise_level

@@ -2,7 +2,7 @@
 Score-Based Generative Modeling"), adapted to predict logits of ``A_0``.
 
 Shapes: ``E`` are ``[B, N, N, C]`` edge channels, ``x`` are ``[B, N, F]`` node
-features; ``n`` is a graph's real node count. The network (REFERENCE.md section 2):
+features; ``n`` is a graph's real node count. The network (docs/method.md, "Denoisers"):
 
     E^0 = mask([A_t, 1 - A_t])                    # C = 2, real off-diagonal pairs only
     x^0 = deg(A_t) / (n - 1)                      # F = 1, degree as a fraction of n - 1
@@ -94,7 +94,7 @@ class CondMLP(nn.Module):
 
 
 class EDPGNN(nn.Module):
-    """EDP-GNN denoiser: ``(adj, node_mask, t_index, beta_bar) -> logits``.
+    """EDP-GNN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
     Attributes:
       num_levels: number of noise levels, ``T + 1`` (levels ``t = 0..T``).
@@ -105,7 +105,7 @@ class EDPGNN(nn.Module):
       compute_dtype: dtype of Dense layers and aggregation; params and logits float32.
 
     Call args: as ``PPGN``; ``t_index`` (``int32[B]`` in ``0..num_levels-1``) selects
-    the conditioning, ``beta_bar`` is unused.
+    the conditioning, ``noise_level`` is unused.
 
     Returns:
       ``float32[B, N, N]`` logits, symmetric, zero on the diagonal and on padding.
@@ -119,9 +119,9 @@ class EDPGNN(nn.Module):
     compute_dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, beta_bar):
-        adj, node_mask, t_index, beta_bar = check_inputs(adj, node_mask, t_index, beta_bar)
-        del beta_bar
+    def __call__(self, adj, node_mask, t_index, noise_level):
+        adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
+        del noise_level
         cdt = self.compute_dtype
         bsz, n_max = adj.shape[:2]
         pair = edge_mask(node_mask)[..., None].astype(jnp.float32)      # [B,N,N,1]

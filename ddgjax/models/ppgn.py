@@ -1,9 +1,9 @@
 """PPGN denoiser (Maron et al. 2019, "Provably Powerful Graph Networks").
 
-The network works on per-pair features and, as in the paper (REFERENCE.md
-section 2), is:
+The network works on per-pair features and, as in the paper (docs/method.md,
+"Denoisers"), is:
 
-    X_0   = mask([A_t, beta_bar_t * I])                               # C = 2
+    X_0   = mask([A_t, s_t * I])        # C = 2; s_t the noise level (beta_bar_t for bit flips)
     Y     = mask(Dense_h(X_0))
     block k = 1..d:
         P = mask(m1(Y)) @ mask(m2(Y)) / sqrt(n)    # per channel, over the node axis
@@ -138,7 +138,7 @@ class PPGNBlock(nn.Module):
 
 
 class PPGN(nn.Module):
-    """PPGN denoiser: ``(adj, node_mask, t_index, beta_bar) -> logits``.
+    """PPGN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
     Attributes:
       hidden: channel width ``h`` (paper configs: 32 for the small sets, 128 for Planar-60).
@@ -149,9 +149,9 @@ class PPGN(nn.Module):
     Call args:
       adj: ``[B, N, N]`` noisy 0/1 adjacency ``A_t`` (symmetric, zero diagonal and padding).
       node_mask: ``bool[B, N]``, real nodes a prefix.
-      t_index: ``int32[B]``, unused by PPGN (it is conditioned on ``beta_bar``); kept
+      t_index: ``int32[B]``, unused by PPGN (it is conditioned on ``noise_level``); kept
         so that all denoisers share one signature.
-      beta_bar: ``float32[B]``, the noise level, placed on the diagonal of channel 2.
+      noise_level: ``float32[B]``, the noise level, placed on the diagonal of channel 2.
 
     Returns:
       ``float32[B, N, N]`` logits of ``p(A_0[i,j] = 1 | A_t)``: symmetric, zero on the
@@ -163,15 +163,15 @@ class PPGN(nn.Module):
     compute_dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, beta_bar):
-        adj, node_mask, t_index, beta_bar = check_inputs(adj, node_mask, t_index, beta_bar)
+    def __call__(self, adj, node_mask, t_index, noise_level):
+        adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
         del t_index
         bsz, n_max = adj.shape[:2]
         sq = square_mask(node_mask)                                    # [B, N, N]
         inv_sqrt_n = jax.lax.rsqrt(jnp.maximum(node_counts(node_mask), 1.0))  # [B]
 
         eye = jnp.eye(n_max, dtype=jnp.float32)[None]
-        x0 = jnp.stack([adj, beta_bar[:, None, None] * eye], axis=-1)
+        x0 = jnp.stack([adj, noise_level[:, None, None] * eye], axis=-1)
         x0 = x0 * sq[..., None]                                       # [B, N, N, 2]
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)

@@ -1,6 +1,0 @@
-"""community_small / ppgn / L_vb with the paper's hyper-parameters (see configs/paper.py)."""
-from configs.paper import paper_config
-
-
-def get_config():
-    return paper_config("community_small", "ppgn", "vb")

@@ -1,0 +1,184 @@
+"""Datasets: a source string -> train / test / val lists of graphs, split as the paper does.
+
+One entry point, :func:`load_dataset`, turns a *source* string into a
+:class:`Dataset` of train / test / val lists of ``networkx.Graph`` (nodes
+``0..n-1``, no self-loops, no attributes):
+
+==========================  ===================================================
+source                      meaning
+==========================  ===================================================
+``path/to/file.json``       JSON graph-list file (the format of
+                            ``../shared/data``, see :mod:`ddgjax.data.formats`)
+``path/to/dir/``            a directory of edge-list files (``*.txt``,
+                            ``*.edgelist``, ``*.edges``) or of GraphML files
+                            (``*.graphml``), one graph per file
+``path/to/g.graphml``       one GraphML graph (a one-graph dataset)
+``path/to/g.edgelist``      one edge-list graph (``.txt``/``.edges`` too)
+``path/to/list.pkl``        a pickled list of networkx graphs (``.pickle``
+                            too); only with ``allow_pickle=True``
+``builtin:NAME``            a seeded generator, NAME one of
+                            :data:`ddgjax.data.generators.BUILTIN_NAMES`
+==========================  ===================================================
+
+Splits (the provenance of each rule: ``docs/method.md``, "Datasets").
+  * A JSON file's own ``split`` (``train``/``test`` and optionally ``val``
+    index lists) is used when it has one; so is a pickled split dict.
+  * Otherwise the paper's rule (EDP-GNN / GDSS / the seed code): no shuffling,
+    test = the first ``int(0.2 * len)`` graphs of the file, train = the rest,
+    no val. Directories are in lexicographic filename order (``g10`` sorts
+    before ``g2``: zero-pad the numbers if the order matters).
+  * Generated paper sets (``community_small``, ``sbm_27``, ``planar_60``) use
+    the paper's rule on generation order; generated SPECTRE sets
+    (``spectre_planar_64``, ``spectre_sbm``) use SPECTRE's 128/32/40 lengths
+    (test = round(0.2 N), train = round(0.8 (N - test)), val = the rest) on a
+    random permutation drawn from ``numpy.random.default_rng([seed, 1])``
+    (a stream separate from the graphs'; *not* the torch permutation of the
+    SPECTRE files, which only the JSON files reproduce).
+
+Every loaded graph passes through :func:`ddgjax.graphs.clean_graph`
+(self-loops dropped with a warning, labels relabelled to ``0..n-1`` in sorted
+order). Errors are :class:`~ddgjax.graphs.GraphFormatError` and name the file,
+the graph index or line where relevant, and the problem.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import NamedTuple, Sequence
+
+import networkx as nx
+import numpy as np
+
+from ddgjax.data.formats import read_graphs
+from ddgjax.data.generators import builtin_spec, generate_graphs
+from ddgjax.graphs import GraphFormatError, clean_graph
+
+BUILTIN_PREFIX = "builtin:"
+
+
+class Dataset(NamedTuple):
+    """A dataset split into lists of ``networkx.Graph`` (nodes ``0..n-1``).
+
+    Attributes:
+      name: dataset name (JSON ``name`` field, file/dir stem, or builtin NAME).
+      train: training graphs.
+      test: test graphs (the reference set of the metrics).
+      val: validation graphs; empty where the dataset has none.
+      source: the source string it was loaded from (path or ``builtin:NAME``).
+    """
+
+    name: str
+    train: list
+    test: list
+    val: list
+    source: str
+
+
+# ----------------------------------------------------------------------------
+# splits: each maps a number of graphs N to {"train", "test", "val"} index lists
+
+
+def paper_split(num_graphs: int) -> dict[str, list[int]]:
+    """The paper's split: test = indices ``0..int(0.2 N)-1``, train = the rest, no val."""
+    num_test = int(0.2 * num_graphs)
+    return {"train": list(range(num_test, num_graphs)), "test": list(range(num_test)), "val": []}
+
+
+def spectre_split(num_graphs: int, seed: int) -> dict[str, list[int]]:
+    """SPECTRE-style random split; 128/32/40 train/val/test for ``num_graphs=200``.
+
+    Lengths: test = round(0.2 N), train = round(0.8 (N - test)), val = the rest.
+    The permutation comes from ``numpy.random.default_rng([seed, 1])``; each
+    index list is sorted ascending.
+    """
+    num_test = int(round(0.2 * num_graphs))
+    num_train = int(round(0.8 * (num_graphs - num_test)))
+    perm = np.random.default_rng([seed, 1]).permutation(num_graphs)
+    train = sorted(perm[:num_train].tolist())
+    val = sorted(perm[num_train:num_graphs - num_test].tolist())
+    test = sorted(perm[num_graphs - num_test:].tolist())
+    return {"train": train, "test": test, "val": val}
+
+
+def _check_split(split: dict, num_graphs: int, where: str) -> dict[str, list[int]]:
+    """Validate a carried split: needs train and test, no index in two parts."""
+    missing = [k for k in ("train", "test") if k not in split]
+    if missing:
+        raise GraphFormatError(f"{where}: split lacks {missing}; it has {sorted(split)} "
+                               "(remove 'split' to use the paper rule: first 20% test)")
+    parts = {k: list(split.get(k, [])) for k in ("train", "test", "val")}
+    for k, idx in parts.items():
+        bad = [i for i in idx if not (isinstance(i, (int, np.integer)) and 0 <= i < num_graphs)]
+        if bad:
+            raise GraphFormatError(f"{where}: split '{k}' has indices outside 0..{num_graphs - 1}: "
+                                   f"{bad[:5]}")
+    for a, b in (("train", "test"), ("train", "val"), ("val", "test")):
+        both = sorted(set(parts[a]) & set(parts[b]))
+        if both:
+            raise GraphFormatError(f"{where}: graphs {both[:5]} are in both split '{a}' and '{b}'")
+    return parts
+
+
+def _make_dataset(name: str, graphs: Sequence[nx.Graph], split: dict | None,
+                  source: str, where: str) -> Dataset:
+    """Clean every graph, check non-emptiness and apply ``split`` (paper rule if None)."""
+    if not graphs:
+        raise GraphFormatError(f"{where}: contains no graphs")
+    graphs = [clean_graph(g, where, i) for i, g in enumerate(graphs)]
+    for i, g in enumerate(graphs):
+        if g.number_of_nodes() == 0:
+            raise GraphFormatError(f"{where}: graph {i}: has no nodes")
+    parts = _check_split(split, len(graphs), where) if split else paper_split(len(graphs))
+    if not parts["train"]:
+        raise GraphFormatError(f"{where}: the training split is empty ({len(graphs)} graphs)")
+    if not parts["test"]:
+        warnings.warn(f"{where}: the test split is empty ({len(graphs)} graphs; the paper rule "
+                      "puts int(0.2 * N) graphs in test)", stacklevel=3)
+    pick = lambda key: [graphs[i] for i in parts[key]]  # noqa: E731
+    return Dataset(name=name, train=pick("train"), test=pick("test"), val=pick("val"),
+                   source=source)
+
+
+def _load_builtin(name: str, source: str, seed: int, num_graphs: int | None) -> Dataset:
+    """Generate builtin ``name`` and split it by its rule (paper or SPECTRE)."""
+    spec = builtin_spec(name)
+    graphs = generate_graphs(name, num_graphs, seed)
+    split = paper_split(len(graphs)) if spec.split == "paper" else spectre_split(len(graphs), seed)
+    return _make_dataset(name, graphs, split, source, source)
+
+
+# ----------------------------------------------------------------------------
+# the entry point
+
+
+def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool = False,
+                 num_graphs: int | None = None) -> Dataset:
+    """Load a dataset from a path or generate a builtin one (see the module docstring).
+
+    Args:
+      source: a path (JSON file, GraphML file, edge-list file, directory of
+        edge-list or GraphML files, pickle) or ``"builtin:NAME"``.
+      seed: seeds builtin generators and the SPECTRE-style random split; files
+        ignore it.
+      allow_pickle: allow ``.pkl``/``.pickle`` files (they can run code).
+      num_graphs: number of graphs a builtin generator makes (default: the
+        dataset's size). Files always load whole; passing it with a path is a
+        ValueError (slice the returned lists instead).
+
+    Returns: a :class:`Dataset`.
+
+    Raises:
+      GraphFormatError: missing path, unknown format, malformed content, no
+        graphs, empty training split.
+      ValueError: unknown builtin name (the message lists the valid ones);
+        ``num_graphs`` with a path or below 1.
+    """
+    source = os.fspath(source)
+    if source.startswith(BUILTIN_PREFIX):
+        return _load_builtin(source[len(BUILTIN_PREFIX):], source, seed, num_graphs)
+    if num_graphs is not None:
+        raise ValueError(f"{source}: num_graphs applies only to builtin:NAME sources; "
+                         "a file always loads whole")
+    path = os.path.expanduser(source)
+    f = read_graphs(path, allow_pickle=allow_pickle)
+    return _make_dataset(f.name, f.graphs, f.split or None, source, path)

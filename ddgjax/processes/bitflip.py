@@ -1,0 +1,385 @@
+"""The bit-flip process: forward noising, posterior, reverse model, losses, samplers.
+
+The paper's discrete diffusion (docs/method.md): every real strict-upper pair
+of the adjacency flips with probability ``beta_bar_t`` after ``t`` forward steps,
+ending in Erdős–Rényi(1/2) at ``t = T``. Pure functions of arrays (no Flax, no
+training loop), and ``BitFlipProcess``, the ``NoiseProcess`` that packages them.
+
+Shapes: ``B`` graphs, ``N`` padded nodes. Every adjacency is ``float[B, N, N]``
+0/1, symmetric with zero diagonal and zero padding (``ddgjax.graphs``).
+Per-entry probabilities are for ``a = 1``; per-graph noise levels are ``[B]``
+and broadcast as ``[B, 1, 1]``.
+
+Notation (docs/method.md, "Notation"): ``bb_t`` = beta_bar_t, the probability
+that ``a_t != a_0``; the step from level ``r`` to ``s > r`` flips with
+``beta_{s|r} = (bb_s - bb_r) / (1 - 2 bb_r)``. The denoiser's output is the
+logits of ``p_theta(a_0 = 1 | A_t)``; its ``noise_level`` input is ``bb_t``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from ddgjax.graphs import pair_mask
+from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
+                                   broadcast_per_graph, pair_mean_loss, per_graph_keys,
+                                   per_graph_noise, per_graph_time_and_noise_keys,
+                                   sampling_levels, uniform_timestep, vmap_per_graph)
+from ddgjax.processes.flip_schedules import SCHEDULES, NoiseSchedule, make_schedule
+
+LOSSES = ("simple", "vb")
+ALGORITHMS = (1, 2)
+
+
+def uniform_noise(key: jax.Array, shape) -> jax.Array:
+    """Uniform [0, 1) noise of ``shape`` = ``[B, ...]`` (see ``per_graph_noise``)."""
+    return per_graph_noise(key, shape, jax.random.uniform)
+
+
+def symmetric_upper_bernoulli(key: jax.Array, prob1: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """Sample a 0/1 adjacency entry-wise: ``a_ij ~ Bernoulli(prob1_ij)`` on real i<j, mirrored.
+
+    Args:
+      prob1: ``[B, N, N]`` probabilities of 1 (only the strict upper triangle is read).
+      node_mask: ``[B, N]`` bool.
+    Returns:
+      ``[B, N, N]`` float32, symmetric, zero diagonal and padding.
+    """
+    u = uniform_noise(key, prob1.shape)
+    upper = (u < prob1) & pair_mask(node_mask)
+    upper = upper.astype(jnp.float32)
+    return upper + jnp.swapaxes(upper, -1, -2)
+
+
+def flip_upper(key: jax.Array, adj: jax.Array, flip_prob: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """Flip each real upper entry of ``adj`` with probability ``flip_prob[b]`` and mirror.
+
+    Args:
+      adj: ``[B, N, N]`` 0/1; flip_prob: ``[B]``; node_mask: ``[B, N]``.
+    Returns: ``[B, N, N]`` 0/1, symmetric, zero diagonal and padding.
+    """
+    u = uniform_noise(key, adj.shape)
+    pm = pair_mask(node_mask)
+    a = jnp.where(pm, adj, 0.0)
+    flips = (u < broadcast_per_graph(flip_prob)) & pm
+    upper = jnp.where(flips, 1.0 - a, a) * pm
+    return upper + jnp.swapaxes(upper, -1, -2)
+
+
+def q_sample(key: jax.Array, adj0: jax.Array, node_mask: jax.Array, beta_bar_t: jax.Array) -> jax.Array:
+    """Draw ``A_t ~ q(A_t | A_0)``: flip every real pair with probability ``beta_bar_t``.
+
+    Args: key: one key or ``[B]`` keys; adj0 ``[B,N,N]``; node_mask ``[B,N]``;
+      beta_bar_t ``[B]``. Returns ``[B,N,N]``.
+    """
+    return flip_upper(key, adj0, beta_bar_t, node_mask)
+
+
+def q_marginal_prob1(a0_prob1: jax.Array, beta_bar_t: jax.Array) -> jax.Array:
+    """``q(a_t = 1 | a_0)`` for soft ``a_0`` (probability of 1): ``p(1-bb) + (1-p) bb``.
+
+    Shapes broadcast: a0_prob1 ``[..., N, N]``, beta_bar_t ``[..., 1, 1]``.
+    """
+    return a0_prob1 * (1.0 - beta_bar_t) + (1.0 - a0_prob1) * beta_bar_t
+
+
+def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev):
+    """``q(a_{t-1} | a_t, a_0)`` for hard 0/1 ``a_t`` and ``a_0``, by Bayes' rule.
+
+    q(a_{t-1}=1 | a_t, a_0) = q(a_t | a_{t-1}=1) q(a_{t-1}=1 | a_0) / q(a_t | a_0),
+    which reproduces the four cases of the paper's appendix (REFERENCE.md §1).
+
+    Args:
+      adj_t, a0: ``[..., N, N]`` 0/1 entries.
+      beta_bar_t, beta_bar_prev: broadcastable noise levels (``[..., 1, 1]``),
+        ``beta_bar_prev < beta_bar_t``.
+    Returns:
+      ``(prob0, prob1)``, each ``[..., N, N]``, computed separately so neither
+      loses precision to ``1 - x``; they sum to 1.
+    """
+    beta = (beta_bar_t - beta_bar_prev) / (1.0 - 2.0 * beta_bar_prev)
+    # q(a_t | a_{t-1} = k) for k = 1, 0
+    lik1 = jnp.where(adj_t > 0.5, 1.0 - beta, beta)
+    lik0 = jnp.where(adj_t > 0.5, beta, 1.0 - beta)
+    # q(a_{t-1} = k | a_0)
+    prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_prev, beta_bar_prev)
+    prior0 = jnp.where(a0 > 0.5, beta_bar_prev, 1.0 - beta_bar_prev)
+    num1, num0 = lik1 * prior1, lik0 * prior0
+    denom = num1 + num0  # = q(a_t | a_0) > 0 for beta_bar_t > 0
+    return num0 / denom, num1 / denom
+
+
+def p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev):
+    """``p_theta(a_{t-1} | A_t) = sum_a q(a_{t-1} | a_t, a_0=a) p_theta(a_0=a | A_t)``.
+
+    Args:
+      logits: ``[..., N, N]`` logits of ``p_theta(a_0 = 1 | A_t)``.
+      adj_t: ``[..., N, N]``; noise levels broadcastable ``[..., 1, 1]``.
+    Returns: ``(prob0, prob1)``, each ``[..., N, N]``.
+    """
+    p1 = jax.nn.sigmoid(logits)
+    p0 = jax.nn.sigmoid(-logits)
+    q0_given1, q1_given1 = q_posterior_probs(adj_t, jnp.ones_like(adj_t), beta_bar_t, beta_bar_prev)
+    q0_given0, q1_given0 = q_posterior_probs(adj_t, jnp.zeros_like(adj_t), beta_bar_t, beta_bar_prev)
+    return q0_given1 * p1 + q0_given0 * p0, q1_given1 * p1 + q1_given0 * p0
+
+
+def binary_kl(q0, q1, p0, p1, eps: float = 1e-20):
+    """KL(q || p) of Bernoulli distributions given both probabilities of each; 0·log 0 = 0."""
+    return (jax.scipy.special.xlogy(q0, q0) - jax.scipy.special.xlogy(q0, p0 + eps)
+            + jax.scipy.special.xlogy(q1, q1) - jax.scipy.special.xlogy(q1, p1 + eps))
+
+
+def binary_nll(logits, target):
+    """``-log p(target)`` for Bernoulli(sigmoid(logits)), stable. Shapes broadcast."""
+    return jnp.logaddexp(0.0, logits) - target * logits
+
+
+def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev):
+    """Per-entry L_vb terms: KL(q(a_{t-1}|a_t,a_0) || p_theta(a_{t-1}|A_t)) for t >= 2,
+    and the reconstruction ``-log p_theta(a_0 | A_1)`` for t = 1.
+
+    Args:
+      logits, adj0, adj_t: ``[B, N, N]``; t_index ``int[B]`` in 1..T;
+      beta_bar_t, beta_bar_prev: ``[B]``.
+    Returns: ``[B, N, N]`` per-entry terms (unmasked).
+    """
+    bt, bp = broadcast_per_graph(beta_bar_t), broadcast_per_graph(beta_bar_prev)
+    q0, q1 = q_posterior_probs(adj_t, adj0, bt, bp)
+    p0, p1 = p_prev_probs(logits, adj_t, bt, bp)
+    kl = binary_kl(q0, q1, p0, p1)
+    nll = binary_nll(logits, adj0)
+    return jnp.where(broadcast_per_graph(t_index) == 1, nll, kl)
+
+
+def simple_weight(beta_bar_t, num_timesteps: int):
+    """L_simple weight ``1 - 2 beta_bar_t + 1/T`` (Bond-Taylor et al. 2021, eq. 7)."""
+    return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps
+
+
+def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
+                  schedule: NoiseSchedule, loss_type: str = "simple",
+                  continuous_time: bool = False) -> LossOutput:
+    """One Monte-Carlo estimate of L_simple or L_vb on a batch.
+
+    ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
+    t and noise depend only on its own key). Each graph draws its own
+    ``t ~ U{1..T}`` (or, with ``continuous_time`` and
+    L_simple only, ``beta_bar ~ U(0, 1/2)`` with the nearest level as t_index),
+    is noised by ``q_sample`` and denoised by ``denoise_fn``. Only real strict
+    upper pairs count. The loss is the sum of per-pair terms divided by the
+    number of real pairs in the batch (a per-pair mean, so batch composition
+    does not reweight graphs by size beyond their pair count).
+
+    Args:
+      denoise_fn: logits of ``p(A_0 | A_t)`` (see ``DenoiseFn``).
+      adj0: ``[B, N, N]`` clean graphs; node_mask: ``[B, N]`` bool.
+    """
+    if loss_type not in LOSSES:
+        raise ValueError(f"unknown loss {loss_type!r}; expected one of {LOSSES}")
+    if continuous_time and loss_type != "simple":
+        raise ValueError("continuous_time is only defined for the 'simple' loss")
+    T = schedule.num_timesteps
+    bb_table = jnp.asarray(schedule.beta_bar)
+    B = adj0.shape[0]
+    keys = per_graph_keys(key, B)
+    u_t, key_noise = per_graph_time_and_noise_keys(keys)
+    if continuous_time:
+        bb_t = 0.5 * u_t
+        t_index = jnp.clip(jnp.round(bb_t / 0.5 * T), 1, T).astype(jnp.int32)
+        bb_prev = bb_t  # unused by L_simple
+    else:
+        t_index = uniform_timestep(u_t, T)
+        bb_t, bb_prev = bb_table[t_index], bb_table[t_index - 1]
+    adj_t = q_sample(key_noise, adj0, node_mask, bb_t)
+    logits = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
+    if loss_type == "simple":
+        terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
+    else:
+        terms = vb_terms(logits, adj0, adj_t, t_index, bb_t, bb_prev)
+    return pair_mean_loss(terms, node_mask, t_index)
+
+
+# ----------------------------------------------------------------------------
+# Samplers
+
+
+def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
+                 t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
+                 algorithm: int) -> jax.Array:
+    """One reverse step from level t to level t_prev (all graphs of the batch share them).
+
+    Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
+    Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
+
+    Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
+    Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
+    """
+    B = adj_t.shape[0]
+    t_vec = jnp.full((B,), t_index, jnp.int32)
+    bt = jnp.full((B,), beta_bar_t, jnp.float32)
+    bp = jnp.full((B,), beta_bar_prev, jnp.float32)
+    logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
+    k1, k2 = jax.random.split(key)
+    if algorithm == 1:
+        _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp))
+        return symmetric_upper_bernoulli(k1, p1, node_mask)
+    if algorithm == 2:
+        x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(logits), node_mask)
+        return flip_upper(k2, x0, bp, node_mask)
+    raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+
+
+def sample_prior(key: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """``A_T``: Erdős–Rényi(1/2) on each graph's real pairs. ``[B,N]`` -> ``[B,N,N]``."""
+    return symmetric_upper_bernoulli(key, jnp.full(node_mask.shape + node_mask.shape[-1:], 0.5),
+                                     node_mask)
+
+
+def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
+                  schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
+                  return_chain: bool = False):
+    """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
+
+    Args:
+      denoise_fn: see ``DenoiseFn``.
+      node_mask: ``[B, N]`` bool, the requested node counts as prefix masks.
+      schedule: the trained schedule; ``num_steps`` < T strides over its levels.
+      algorithm: 1 or 2 (see ``reverse_step``).
+      return_chain: also return every intermediate adjacency.
+    Returns:
+      ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
+      ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0``.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+    levels = sampling_levels(schedule.num_timesteps, num_steps)
+    bb = schedule.beta_bar64
+    t_now = jnp.asarray(levels[:-1], jnp.int32)
+    bb_now = jnp.asarray(bb[levels[:-1]], jnp.float32)
+    bb_prev = jnp.asarray(bb[levels[1:]], jnp.float32)
+    steps = jnp.arange(len(levels) - 1, dtype=jnp.int32)
+    adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask)
+
+    def body(adj, xs):
+        i, t, b_now, b_prev = xs
+        new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
+                           b_prev, algorithm)
+        return new, (new if return_chain else None)
+
+    adj0, chain = jax.lax.scan(body, adj_T, (steps, t_now, bb_now, bb_prev))
+    if return_chain:
+        return adj0, jnp.concatenate([adj_T[None], chain], axis=0)
+    return adj0
+
+
+def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array,
+                          schedule: NoiseSchedule, algorithm: int = 2,
+                          num_steps: int | None = None, return_chain: bool = False):
+    """Per-graph sampler under ``jax.vmap``: graph ``b`` uses only ``keys[b]``.
+
+    A graph's sample therefore does not depend on which other graphs share its
+    batch, so sampling in chunks reproduces sampling all at once.
+
+    Args:
+      keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
+    Returns: ``[B, N, N]`` (and ``[B, K+1, N, N]`` chains with ``return_chain``).
+    """
+
+    return vmap_per_graph(
+        lambda key, mask: sample_graphs(denoise_fn, key, mask, schedule, algorithm, num_steps,
+                                        return_chain), keys, node_mask, return_chain)
+
+
+# ----------------------------------------------------------------------------
+# The process
+
+
+@dataclasses.dataclass(frozen=True)
+class BitFlipSampler(Sampler):
+    """Algorithm 1 or 2 over ``num_steps`` evenly strided levels of a ``BitFlipProcess``."""
+
+    process: "BitFlipProcess"
+    num_steps: int
+    algorithm: int
+    return_chain: bool = False
+
+    def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
+        return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
+                                     self.algorithm, self.num_steps, self.return_chain)
+
+    @property
+    def info(self) -> dict:
+        return {"process": self.process.name, "num_steps": self.num_steps,
+                "algorithm": self.algorithm}
+
+
+@dataclasses.dataclass(frozen=True)
+class BitFlipProcess(NoiseProcess):
+    """The paper's bit-flip diffusion as a ``NoiseProcess``.
+
+    Attributes:
+      schedule_name: ``"linear"`` (the paper) or ``"cosine"`` beta_bar schedule.
+      num_timesteps: T, the trained levels.
+      loss_type: ``"simple"`` (L_simple) or ``"vb"`` (L_vb).
+      continuous_time: L_simple on ``beta_bar ~ U(0, 1/2)`` instead of the T levels.
+      algorithm: the sampler's default algorithm (1 or 2).
+    """
+
+    schedule_name: str = "linear"
+    num_timesteps: int = 32
+    loss_type: str = "simple"
+    continuous_time: bool = False
+    algorithm: int = 2
+
+    name = "discrete"
+    sampler_options = ("algorithm",)
+
+    def __post_init__(self):
+        if self.loss_type not in LOSSES:
+            raise ValueError(f"config.diffusion.loss: unknown loss {self.loss_type!r}; "
+                             f"expected one of {LOSSES}")
+        if self.continuous_time and self.loss_type != "simple":
+            raise ValueError("config.diffusion.continuous_time: only defined for the 'simple' loss")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"config.sample.algorithm: expected 1 or 2 (0: by loss), "
+                             f"got {self.algorithm!r}")
+        if self.schedule_name not in SCHEDULES:
+            raise ValueError(f"config.diffusion.schedule: unknown schedule "
+                             f"{self.schedule_name!r}; expected one of {SCHEDULES}")
+        make_schedule(self.schedule_name, self.num_timesteps)  # validates T
+
+    @property
+    def schedule(self) -> NoiseSchedule:
+        return make_schedule(self.schedule_name, self.num_timesteps)
+
+    def loss(self, denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
+             node_mask: jax.Array) -> LossOutput:
+        return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
+                             self.continuous_time)
+
+    def sampler(self, num_steps: int | None = None, return_chain: bool = False,
+                **options) -> BitFlipSampler:
+        self.check_sampler_options(options)
+        algorithm = options.get("algorithm") or self.algorithm
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+        num_steps = int(num_steps or self.num_timesteps)
+        sampling_levels(self.num_timesteps, num_steps)  # validates num_steps
+        return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain))
+
+
+def default_algorithm(loss_type: str) -> int:
+    """The paper's pairing: Algorithm 1 for L_vb, Algorithm 2 for L_simple."""
+    return 1 if loss_type == "vb" else 2
+
+
+def from_config(config) -> BitFlipProcess:
+    """The bit-flip process of ``config.diffusion`` (and ``config.sample.algorithm``, 0: by loss)."""
+    d = config.diffusion
+    algorithm = int(config.sample.get("algorithm", 0) or default_algorithm(d.loss))
+    return BitFlipProcess(schedule_name=d.schedule, num_timesteps=int(d.num_timesteps),
+                          loss_type=d.loss, continuous_time=bool(d.get("continuous_time", False)),
+                          algorithm=algorithm)

@@ -1,0 +1,431 @@
+"""The bit-flip process (ddgjax.processes.bitflip): forward noise, posterior, reverse
+model, losses and samplers, checked against float64 NumPy brute force and against
+what a perfect denoiser must give (docs/method.md)."""
+import itertools
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ddgjax.graphs import edge_mask, node_mask_from_counts, pair_mask
+from ddgjax.processes import BitFlipProcess, bitflip
+from ddgjax.processes.flip_schedules import make_schedule
+
+from helpers import random_batch
+
+T = 8
+B, N = 4, 12  # the small batch shape of this file (each new shape costs compiles)
+BIG_COUNTS, BIG_N = [190], 200  # one big graph (17955 pairs) for the statistical tests
+
+
+def batch(seed, counts, max_nodes=N, p=0.4):
+    adj, mask = random_batch(seed, counts, max_nodes, p)
+    return jnp.asarray(adj), jnp.asarray(mask)
+
+
+def perfect_denoiser(adj0):
+    """Logits of a one-hot ``p(A_0 | A_t)`` at a known ``adj0`` (``[B,N,N]`` or ``[N,N]``,
+    broadcast): sigmoid(+-1e4) is exactly 1 / 0 in float32, so sampling from it is exact."""
+    logits = (2.0 * jnp.asarray(adj0) - 1.0) * 1e4
+
+    def fn(adj_t, node_mask, t_index, noise_level):
+        return jnp.broadcast_to(logits, adj_t.shape) + 0.0 * noise_level[:, None, None]
+
+    return fn
+
+
+def brute_force_posterior(a_t, a0, bb_t, bb_prev):
+    """Bayes from the 2x2 forward kernels in float64: ``[q(a_prev=0|.), q(a_prev=1|.)]``."""
+    beta = (bb_t - bb_prev) / (1 - 2 * bb_prev)
+    Q_step = np.array([[1 - beta, beta], [beta, 1 - beta]])
+    Q_prev = np.array([[1 - bb_prev, bb_prev], [bb_prev, 1 - bb_prev]])
+    Q_t = np.array([[1 - bb_t, bb_t], [bb_t, 1 - bb_t]])
+    post = np.array([Q_step[k, a_t] * Q_prev[a0, k] for k in (0, 1)]) / Q_t[a0, a_t]
+    return post
+
+
+def brute_force_p_prev(logit, a_t, bb_t, bb_prev):
+    """``p_theta(a_prev | A_t) = sum_a q(a_prev | a_t, a_0=a) p_theta(a_0=a | A_t)`` in float64,
+    for one entry: ``[p(a_prev=0), p(a_prev=1)]``."""
+    pi1 = 1.0 / (1.0 + np.exp(-np.float64(logit)))
+    return (brute_force_posterior(a_t, 1, bb_t, bb_prev) * pi1
+            + brute_force_posterior(a_t, 0, bb_t, bb_prev) * (1.0 - pi1))
+
+
+def brute_force_kl(q, p):
+    """KL(q || p) of two distributions over {0, 1}, float64, 0 log 0 = 0."""
+    q, p = np.asarray(q, np.float64), np.asarray(p, np.float64)
+    return float(sum(qk * np.log(qk / pk) for qk, pk in zip(q, p) if qk > 0))
+
+
+# ----------------------------------------------------------------------------
+# Posterior and reverse model
+
+
+@pytest.mark.parametrize("name", ["linear", "cosine"])
+def test_posterior_matches_bayes_float64(name):
+    s = make_schedule(name, T)
+    with jax.enable_x64(True):
+        for t, a_t, a0 in itertools.product(range(1, T + 1), (0, 1), (0, 1)):
+            bt, bp = s.beta_bar64[t], s.beta_bar64[t - 1]
+            q0, q1 = bitflip.q_posterior_probs(jnp.float64(a_t), jnp.float64(a0),
+                                               jnp.float64(bt), jnp.float64(bp))
+            assert q0.dtype == jnp.float64
+            ref = brute_force_posterior(a_t, a0, bt, bp)
+            np.testing.assert_allclose([q0, q1], ref, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(float(q0 + q1), 1.0, rtol=1e-14)
+
+
+def test_posterior_four_cases_of_the_paper():
+    s = make_schedule("linear", T)
+    t = 5
+    bt, bp = s.beta_bar64[t], s.beta_bar64[t - 1]
+    b = s.beta64[t]
+    expected = {(1, 1): (1 - b) * (1 - bp) / (1 - bt), (1, 0): (1 - b) * bp / bt,
+                (0, 1): b * (1 - bp) / bt, (0, 0): b * bp / (1 - bt)}
+    with jax.enable_x64(True):
+        for (a_t, a0), v in expected.items():
+            _, q1 = bitflip.q_posterior_probs(jnp.float64(a_t), jnp.float64(a0), bt, bp)
+            np.testing.assert_allclose(float(q1), v, rtol=1e-12)
+
+
+def test_p_prev_is_posterior_mixture():
+    s = make_schedule("linear", T)
+    logits = jnp.array([-3.0, -0.5, 0.0, 2.0])
+    adj_t = jnp.array([0.0, 1.0, 1.0, 0.0])
+    for t in range(1, T + 1):
+        bt, bp = s.beta_bar[t], s.beta_bar[t - 1]
+        p0, p1 = bitflip.p_prev_probs(logits, adj_t, bt, bp)
+        pa1 = jax.nn.sigmoid(logits)
+        _, q1_1 = bitflip.q_posterior_probs(adj_t, jnp.ones(4), bt, bp)
+        _, q1_0 = bitflip.q_posterior_probs(adj_t, jnp.zeros(4), bt, bp)
+        np.testing.assert_allclose(p1, pa1 * q1_1 + (1 - pa1) * q1_0, rtol=1e-6)
+        np.testing.assert_allclose(p0 + p1, 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["linear", "cosine"])
+def test_p_prev_matches_brute_force_marginal_float64(name):
+    """p_theta(a_prev | A_t) against the float64 marginal of the 2x2 Bayes posterior,
+    for consecutive and strided level pairs, in float64 and in float32."""
+    s = make_schedule(name, T)
+    logits = np.array([-6.0, -3.0, -0.5, 0.0, 0.3, 2.0, 7.0])
+    pairs = [(t, t - 1) for t in range(1, T + 1)] + [(T, 0), (6, 2), (T, 4)]
+    for (t, r), a_t in itertools.product(pairs, (0, 1)):
+        bt, bp = s.beta_bar64[t], s.beta_bar64[r]
+        ref = np.stack([brute_force_p_prev(l, a_t, bt, bp) for l in logits], axis=1)
+        with jax.enable_x64(True):
+            p0, p1 = bitflip.p_prev_probs(jnp.asarray(logits), jnp.full(len(logits), a_t, jnp.float64),
+                                          jnp.float64(bt), jnp.float64(bp))
+            assert p1.dtype == jnp.float64
+            np.testing.assert_allclose(np.stack([p0, p1]), ref, rtol=1e-12, atol=1e-15)
+        p0, p1 = bitflip.p_prev_probs(jnp.asarray(logits, jnp.float32),
+                                      jnp.full(len(logits), a_t, jnp.float32),
+                                      jnp.float32(bt), jnp.float32(bp))
+        np.testing.assert_allclose(np.stack([p0, p1]), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_binary_kl_hand_values():
+    """KL(q || p), with q the first pair: q = (1/4, 3/4), p = (1/2, 1/2)."""
+    q, p = (0.25, 0.75), (0.5, 0.5)
+    kl_qp = 0.25 * np.log(0.25 / 0.5) + 0.75 * np.log(0.75 / 0.5)    # 0.1308
+    kl_pq = 0.5 * np.log(0.5 / 0.25) + 0.5 * np.log(0.5 / 0.75)      # 0.1438
+    assert abs(kl_qp - kl_pq) > 0.01
+    np.testing.assert_allclose(float(bitflip.binary_kl(*q, *p)), kl_qp, rtol=1e-6)
+    np.testing.assert_allclose(float(bitflip.binary_kl(*p, *q)), kl_pq, rtol=1e-6)
+    # 0 log 0 = 0: a certain q against a fair coin costs log 2; KL(q || q) = 0.
+    np.testing.assert_allclose(float(bitflip.binary_kl(0.0, 1.0, 0.5, 0.5)), np.log(2), rtol=1e-6)
+    np.testing.assert_allclose(float(bitflip.binary_kl(0.0, 1.0, 0.0, 1.0)), 0.0, atol=1e-7)
+    np.testing.assert_allclose(float(bitflip.binary_kl(0.3, 0.7, 0.3, 0.7)), 0.0, atol=1e-7)
+
+
+def test_vb_terms_match_brute_force_float64():
+    """Per entry: KL(q(a_{t-1}|a_t,a_0) || p_theta(a_{t-1}|A_t)) for t >= 2 and
+    -log p_theta(a_0|A_1) for t = 1, against float64 NumPy (the KL direction matters)."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(11, [12, 10, 7, 12])
+    t_index = np.array([2, 5, T, 1], np.int32)
+    bt, bp = s.beta_bar[t_index], s.beta_bar[t_index - 1]
+    adj_t = bitflip.q_sample(jax.random.key(4), adj0, mask, jnp.asarray(bt))
+    logits = np.random.default_rng(5).normal(scale=2.0, size=adj0.shape).astype(np.float32)
+    terms = np.asarray(bitflip.vb_terms(jnp.asarray(logits), adj0, adj_t, jnp.asarray(t_index),
+                                        jnp.asarray(bt), jnp.asarray(bp)))
+    a0, at = np.asarray(adj0).astype(int), np.asarray(adj_t).astype(int)
+    pm = np.asarray(pair_mask(mask))
+    ref = np.zeros(terms.shape)
+    for b, i, j in zip(*np.nonzero(pm)):
+        t = t_index[b]
+        l = np.float64(logits[b, i, j])
+        if t == 1:
+            ref[b, i, j] = np.logaddexp(0.0, l) - a0[b, i, j] * l  # -log p(a_0 | A_1)
+        else:
+            bb_t, bb_p = s.beta_bar64[t], s.beta_bar64[t - 1]
+            q = brute_force_posterior(at[b, i, j], a0[b, i, j], bb_t, bb_p)
+            p = brute_force_p_prev(l, at[b, i, j], bb_t, bb_p)
+            ref[b, i, j] = brute_force_kl(q, p)
+    assert (pm.sum((1, 2)) > 0).all() and (ref[pm] > 1e-3).mean() > 0.5
+    np.testing.assert_allclose(terms[pm], ref[pm], rtol=1e-4, atol=1e-6)
+
+
+def test_q_sample_flip_rate_matches_beta_bar():
+    s = make_schedule("linear", T)
+    adj, mask = batch(0, BIG_COUNTS, BIG_N)
+    pm = np.asarray(pair_mask(mask))
+    n_pairs = pm.sum()
+    for t in (1, 3, T // 2, T):
+        bb = s.beta_bar[t]
+        rates = []
+        for r in range(4):
+            adj_t = bitflip.q_sample(jax.random.key(100 * t + r), adj, mask, jnp.full((1,), bb))
+            adj_t = np.asarray(adj_t)
+            np.testing.assert_array_equal(adj_t, np.swapaxes(adj_t, 1, 2))
+            assert np.all(adj_t[~np.asarray(pair_mask(mask) | np.swapaxes(pm, 1, 2))] == 0)
+            rates.append((adj_t != np.asarray(adj))[pm].mean())
+        rate = np.mean(rates)
+        sd = np.sqrt(bb * (1 - bb) / (4 * n_pairs))
+        assert abs(rate - bb) < 5 * sd + 1e-9, (t, rate, bb)
+
+
+# ----------------------------------------------------------------------------
+# Losses
+
+
+def test_vb_terms_vanish_for_true_x0():
+    s = make_schedule("linear", T)
+    adj0, mask = batch(1, [10, 7, 12, 3])
+    for t in range(1, T + 1):
+        bt = jnp.full((B,), s.beta_bar[t])
+        bp = jnp.full((B,), s.beta_bar[t - 1])
+        adj_t = bitflip.q_sample(jax.random.key(t), adj0, mask, bt)
+        perfect = (2 * adj0 - 1) * 40.0  # one-hot p(A_0|A_t) up to e^-40
+        terms = bitflip.vb_terms(perfect, adj0, adj_t, jnp.full((B,), t), bt, bp)
+        assert float(jnp.max(jnp.abs(terms))) < 1e-6, t
+        wrong = bitflip.vb_terms(-perfect, adj0, adj_t, jnp.full((B,), t), bt, bp)
+        assert float(jnp.max(jnp.where(pair_mask(mask), wrong, 0.0))) > 1e-3
+
+
+def test_training_loss_counts_only_real_upper_pairs():
+    s = make_schedule("linear", T)
+    adj0, mask = batch(2, [5, 9, 12, 0])
+
+    def constant(adj_t, node_mask, t, bb):
+        return jnp.zeros_like(adj_t)  # p = 1/2 everywhere: each pair costs log 2 * weight
+
+    for loss_type in ("simple", "vb"):
+        out = bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, loss_type)
+        chex.assert_shape(out.per_graph, (B,))
+        np.testing.assert_array_equal(out.num_pairs, [10, 36, 66, 0])
+        assert np.isfinite(float(out.loss))
+    out = bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "simple")
+    w = bitflip.simple_weight(s.beta_bar[np.asarray(out.t_index)], T)
+    np.testing.assert_allclose(out.per_graph, np.log(2) * w * np.array([10, 36, 66, 0]), rtol=1e-5)
+    with pytest.raises(ValueError, match="unknown loss"):
+        bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "l2")
+    with pytest.raises(ValueError, match="continuous_time"):
+        bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "vb", True)
+
+
+def test_simple_weight_hand_values():
+    """1 - 2 beta_bar + 1/T (Bond-Taylor et al. eq. 7), at hand-computed points."""
+    cases = {8: [(0.0, 1.125), (0.5, 0.125), (0.25, 0.625)],
+             100: [(0.0, 1.01), (0.5, 0.01), (0.3, 0.41)],
+             1: [(0.0, 2.0), (0.5, 1.0)]}
+    for num_timesteps, points in cases.items():
+        bb, expected = np.array(points).T
+        np.testing.assert_allclose(bitflip.simple_weight(jnp.asarray(bb, jnp.float32),
+                                                         num_timesteps), expected, rtol=1e-6)
+    # Linear schedule: the weight of level t is (T - t + 1) / T.
+    s = make_schedule("linear", T)
+    np.testing.assert_allclose(bitflip.simple_weight(s.beta_bar, T),
+                               (T - np.arange(T + 1) + 1) / T, rtol=1e-6)
+
+
+def test_training_loss_simple_by_hand():
+    """L_simple of a constant-logit model, built from t_index without simple_weight:
+    per pair (log(1 + e^c) - a_0 c) (T - t + 1) / T on the linear schedule."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(6, [12, 9, 5, 1])
+    c = 0.7
+
+    def constant(adj_t, node_mask, t, bb):
+        return jnp.full(adj_t.shape, c, jnp.float32)
+
+    pm = np.asarray(pair_mask(mask))
+    nll = np.where(pm, np.log1p(np.exp(c)) - np.asarray(adj0) * c, 0.0).sum((1, 2))
+    seen = set()
+    for k in range(3):
+        out = bitflip.training_loss(constant, jax.random.key(10 + k), adj0, mask, s, "simple")
+        t = np.asarray(out.t_index)
+        seen.update(t.tolist())
+        ref = nll * (T - t + 1) / T
+        np.testing.assert_allclose(out.per_graph, ref, rtol=1e-5)
+        np.testing.assert_allclose(out.loss, ref.sum() / pm.sum(), rtol=1e-5)
+    assert len(seen) >= 4  # several levels, so a wrong weight cannot hide at one t
+
+
+def test_training_loss_vb_end_to_end_against_brute_force():
+    """L_vb as training_loss computes it: the denoiser sees A_t ~ q(A_t | A_0) at the drawn
+    level with noise_level = beta_bar_t, and each graph's term is the float64 KL (or the
+    reconstruction NLL at t = 1) summed over its real pairs."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(7, [12, 10, 7, 12])
+    logits = np.random.default_rng(8).normal(size=adj0.shape).astype(np.float32)
+    pm = np.asarray(pair_mask(mask))
+    a0 = np.asarray(adj0).astype(int)
+    for k in range(3):
+        seen = {}
+
+        def denoise(adj_t, node_mask, t, bb):
+            seen.update(adj_t=np.asarray(adj_t), t=np.asarray(t), bb=np.asarray(bb))
+            return jnp.asarray(logits)
+
+        out = bitflip.training_loss(denoise, jax.random.key(20 + k), adj0, mask, s, "vb")
+        t, at = seen["t"], seen["adj_t"].astype(int)
+        np.testing.assert_array_equal(t, out.t_index)
+        np.testing.assert_allclose(seen["bb"], s.beta_bar[t])
+        assert not at[~(pm | np.swapaxes(pm, 1, 2))].any()
+        ref = np.zeros(B)
+        for b, i, j in zip(*np.nonzero(pm)):
+            l = np.float64(logits[b, i, j])
+            if t[b] == 1:
+                ref[b] += np.logaddexp(0.0, l) - a0[b, i, j] * l
+            else:
+                bb_t, bb_p = s.beta_bar64[t[b]], s.beta_bar64[t[b] - 1]
+                ref[b] += brute_force_kl(brute_force_posterior(at[b, i, j], a0[b, i, j], bb_t, bb_p),
+                                         brute_force_p_prev(l, at[b, i, j], bb_t, bb_p))
+        np.testing.assert_allclose(out.per_graph, ref, rtol=1e-4)
+
+
+def t_index_draws(loss_fn, adj0, mask, num_keys=512):
+    """``int[num_keys * B]`` levels drawn by ``loss_fn(key, adj0, mask).t_index`` over
+    ``num_keys`` keys (one jitted vmap)."""
+    keys = jax.random.split(jax.random.key(123), num_keys)
+    draws = jax.jit(jax.vmap(lambda k: loss_fn(k, adj0, mask).t_index))(keys)
+    return np.asarray(draws).ravel()
+
+
+def constant_logits(adj_t, node_mask, t, bb):
+    return jnp.zeros_like(adj_t) + 0.0 * bb[:, None, None]
+
+
+def test_training_levels_are_uniform_on_1_to_T():
+    """t ~ U{1..T}: level 0 (the data) is never drawn, level T is, all about equally often."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(9, [12, 9, 5, 1])
+    t = t_index_draws(lambda k, a, m: bitflip.training_loss(constant_logits, k, a, m, s, "vb"),
+                      adj0, mask)
+    counts = np.bincount(t, minlength=T + 1)
+    assert t.min() == 1 and t.max() == T, counts
+    assert counts[0] == 0 and np.all(counts[1:] > 0)
+    expected = len(t) / T
+    assert np.all(np.abs(counts[1:] - expected) < 5 * np.sqrt(expected * (1 - 1 / T))), counts
+
+
+def test_continuous_time_option_draws_levels_in_range():
+    s = make_schedule("linear", T)
+    adj0, mask = batch(4, [6] * 4)
+    t = t_index_draws(lambda k, a, m: bitflip.training_loss(constant_logits, k, a, m, s,
+                                                            "simple", continuous_time=True),
+                      adj0, mask, num_keys=16)
+    assert t.min() >= 1 and t.max() <= T and len(np.unique(t)) > 3
+    out = bitflip.training_loss(constant_logits, jax.random.key(3), adj0, mask, s, "simple",
+                                continuous_time=True)
+    assert np.isfinite(float(out.loss))
+
+
+# ----------------------------------------------------------------------------
+# Samplers
+
+
+def _check_valid(adj, counts):
+    adj = np.asarray(adj)
+    assert set(np.unique(adj)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(adj, np.swapaxes(adj, -1, -2))
+    assert np.all(np.diagonal(adj, axis1=-2, axis2=-1) == 0)
+    for a, n in zip(adj, counts):
+        assert np.all(a[n:, :] == 0) and np.all(a[:, n:] == 0)
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+@pytest.mark.parametrize("num_steps", [None, 3])
+def test_samplers_give_valid_adjacency(algorithm, num_steps):
+    s = make_schedule("linear", T)
+    counts = np.array([1, 4, 9, 12])
+    mask = jnp.asarray(node_mask_from_counts(counts, N))
+
+    def denoise(adj_t, node_mask, t, bb):  # a fake model: "clean graph is a ring"
+        n = adj_t.shape[-1]
+        ring = jnp.roll(jnp.eye(n), 1, axis=1) + jnp.roll(jnp.eye(n), -1, axis=1)
+        return jnp.broadcast_to(8.0 * ring - 4.0, adj_t.shape) + 0.0 * bb[:, None, None]
+
+    fn = jax.jit(lambda k, m: bitflip.sample_graphs(denoise, k, m, s, algorithm, num_steps,
+                                                    return_chain=True))
+    adj0, chain = fn(jax.random.key(0), mask)
+    K = T if num_steps is None else num_steps
+    chex.assert_shape(chain, (K + 1, B, N, N))
+    _check_valid(adj0, counts)
+    for c in chain:
+        _check_valid(c, counts)
+    np.testing.assert_array_equal(chain[-1], adj0)
+    # A_T is ER(1/2); the denoiser pulls A_0 to the ring.
+    ring_edges = np.asarray(adj0)[3][np.arange(11), np.arange(1, 12)]
+    assert ring_edges.mean() > 0.8
+
+    keys = jax.random.split(jax.random.key(1), B)
+    v = jax.jit(lambda k, m: bitflip.sample_graphs_vmapped(denoise, k, m, s, algorithm, num_steps))
+    out = v(keys, mask)
+    _check_valid(out, counts)
+    # per-graph keys: sampling a sub-batch reproduces the same graphs
+    np.testing.assert_array_equal(v(keys[1:3], mask[1:3]), np.asarray(out)[1:3])
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_perfect_denoiser_samples_the_graph_exactly(algorithm):
+    """A one-hot p(A_0 | A_t) at a known A_0 gives back A_0 exactly, from any A_T: the last
+    step goes to level 0 where beta_bar = 0, so nothing is flipped. All T steps for the
+    batch sampler, 3 strided steps for the per-graph one."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(12, [12, 9, 5, 1], p=0.5)
+    out, chain = jax.jit(lambda k: bitflip.sample_graphs(
+        perfect_denoiser(adj0), k, mask, s, algorithm, None, return_chain=True))(
+            jax.random.key(0))
+    np.testing.assert_array_equal(out, adj0)
+    assert np.any(np.asarray(chain[0]) != np.asarray(adj0))  # A_T is noise, not A_0
+    # Per-graph keys (vmapped) through the process's sampler: one shared A_0, prefix masks.
+    full = np.asarray(adj0[0])  # a 12-node graph; graph b is its first n_b nodes
+    sampler = BitFlipProcess(num_timesteps=T).sampler(3, algorithm=algorithm)
+    keys = jax.random.split(jax.random.key(1), B)
+    out_v = jax.jit(lambda k, m: sampler(perfect_denoiser(full), k, m))(keys, mask)
+    np.testing.assert_array_equal(out_v, full[None] * np.asarray(edge_mask(mask)))
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_one_reverse_step_preserves_the_forward_marginal(algorithm):
+    """A_t ~ q(A_t | A_0), one reverse step to s with a perfect denoiser: A_s ~ q(A_s | A_0),
+    i.e. each real pair differs from A_0 with probability beta_bar_s. Given a_t, Algorithm 1
+    follows the posterior q(a_s | a_t, a_0); Algorithm 2 forgets a_t (it re-noises A_0)."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(13, BIG_COUNTS, BIG_N)
+    pm = np.asarray(pair_mask(mask))
+    n_pairs = pm.sum()
+    a0 = np.asarray(adj0)
+    denoise = perfect_denoiser(adj0)
+    for k, (t, r) in enumerate([(T, T - 1), (5, 4), (2, 1), (6, 2), (1, 0), (T, 0)]):
+        bb_t, bb_s = s.beta_bar64[t], s.beta_bar64[r]
+        key_t, key_s = jax.random.split(jax.random.key(50 + k))
+        adj_t = bitflip.q_sample(key_t, adj0, mask, jnp.full((1,), bb_t, jnp.float32))
+        adj_s = np.asarray(bitflip.reverse_step(denoise, key_s, adj_t, mask, t, s.beta_bar[t],
+                                                s.beta_bar[r], algorithm))
+        _check_valid(adj_s, BIG_COUNTS)
+        flipped = (adj_s != a0)[pm]
+        if r == 0:
+            assert not flipped.any(), (t, r)
+            continue
+        se = np.sqrt(bb_s * (1 - bb_s) / n_pairs)
+        assert abs(flipped.mean() - bb_s) < 4 * se, (algorithm, t, r, flipped.mean(), bb_s)
+        # Given a_t != a_0: the posterior (Algorithm 1) or beta_bar_s again (Algorithm 2).
+        moved = (np.asarray(adj_t) != a0)[pm]
+        expected = (brute_force_posterior(1, 0, bb_t, bb_s)[1] if algorithm == 1 else bb_s)
+        se = np.sqrt(expected * (1 - expected) / moved.sum())
+        assert abs(flipped[moved].mean() - expected) < 4 * se, (algorithm, t, r)

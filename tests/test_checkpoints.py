@@ -1,0 +1,95 @@
+"""Checkpoints: save/restore round trip, parameter-only restore, shape checks, atomicity."""
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from ddgjax import checkpoints, training
+from ddgjax.models import abstract_params, build_model
+
+T = 8
+
+
+def state_of(hidden, seed=0):
+    model = build_model("ppgn", T, hidden=hidden, num_blocks=2)
+    tx = optax.adam(1e-3)
+    state = training.init_state(model, tx, jax.random.key(seed), 6)
+    # make params and ema_params differ, so a restore that swaps them is caught
+    state = state.replace(ema_params=jax.tree_util.tree_map(lambda x: x + 1.0, state.params),
+                          step=jnp.asarray(7, jnp.int32))
+    return model, tx, state
+
+
+def assert_trees_equal(a, b):
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    wd = str(tmp_path_factory.mktemp("ckpt"))
+    model, tx, state = state_of(hidden=8)
+    checkpoints.save(wd, "latest", 7, state, {"epoch": 3, "step": 7, "loss": 0.5})
+    return wd, model, tx, state
+
+
+def test_full_restore_round_trip(saved):
+    wd, model, tx, state = saved
+    target = training.init_state(model, tx, jax.random.key(99), 6)
+    restored, meta = checkpoints.restore(wd, "latest", target)
+    assert meta == {"epoch": 3, "step": 7, "loss": 0.5}
+    assert_trees_equal(restored, state)
+    assert checkpoints.latest_step(wd, "latest") == 7
+    assert checkpoints.restore_meta(wd, "latest")["epoch"] == 3
+
+
+def test_params_restore_needs_no_optimizer(saved):
+    wd, model, _, state = saved
+    params, ema, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert meta["step"] == 7
+    assert_trees_equal(params, state.params)
+    assert_trees_equal(ema, state.ema_params)
+    assert (jax.tree_util.tree_structure(params)
+            == jax.tree_util.tree_structure(abstract_params(model)))
+
+
+def test_a_checkpoint_of_another_model_size_is_refused(saved):
+    wd, _, _, _ = saved
+    other_model, other_tx, _ = state_of(hidden=12)
+    target = training.init_state(other_model, other_tx, jax.random.key(0), 6)
+    with pytest.raises(checkpoints.CheckpointError, match="does not fit this config.*shape"):
+        checkpoints.restore(wd, "latest", target)
+    with pytest.raises(checkpoints.CheckpointError, match="does not fit this config"):
+        checkpoints.restore_params(wd, "latest", abstract_params(other_model))
+    deeper = build_model("ppgn", T, hidden=8, num_blocks=3)
+    with pytest.raises(checkpoints.CheckpointError, match="parameter tree differs"):
+        checkpoints.restore_params(wd, "latest", abstract_params(deeper))
+
+
+def test_missing_checkpoint_names_the_workdir(tmp_path):
+    _, _, state = state_of(hidden=8)
+    with pytest.raises(checkpoints.CheckpointError, match=f"{tmp_path}: no 'best' checkpoint"):
+        checkpoints.restore(str(tmp_path), "best", state)
+    assert checkpoints.latest_step(str(tmp_path), "best") is None
+    with pytest.raises(ValueError, match="unknown checkpoint kind"):
+        checkpoints.save(str(tmp_path), "newest", 1, state, {})
+
+
+def test_saving_a_step_again_replaces_it_and_keeps_one(tmp_path):
+    """After a kill between the `best` and `latest` saves, the resumed run saves the
+    same step again; the manager keeps exactly one checkpoint, the new one."""
+    wd = str(tmp_path)
+    model, tx, state = state_of(hidden=8)
+    checkpoints.save(wd, "latest", 5, state, {"epoch": 1})
+    later = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
+    checkpoints.save(wd, "latest", 5, later, {"epoch": 2})
+    checkpoints.save(wd, "latest", 9, later, {"epoch": 3})
+    assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
+    params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert meta["epoch"] == 3
+    assert_trees_equal(params, later.params)

@@ -1,0 +1,120 @@
+"""Sampling driver: loading runs, batch invariance, one compile, sample directories."""
+import json
+import shutil
+
+import chex
+import jax
+import networkx as nx
+import numpy as np
+import pytest
+
+from configs import test as test_config
+from ddgjax import sampling, training
+from ddgjax.data import read_graph_list
+from ddgjax.processes import bitflip, gaussian
+from ddgjax.sample_writer import write_sample_dir
+
+from helpers import REPO
+
+OLD_RUN = REPO / "tests" / "data" / "run_v0_1"
+
+
+def tiny_config(kind):
+    cfg = test_config.get_config()
+    cfg.diffusion.kind = kind
+    cfg.train.num_epochs = 2
+    cfg.train.ema_decay = 0.5
+    if kind == "gaussian":
+        cfg.diffusion.num_timesteps = 12
+    return cfg
+
+
+@pytest.fixture(scope="module", params=["discrete", "gaussian"])
+def workdir(request, tmp_path_factory):
+    wd = tmp_path_factory.mktemp(request.param) / "run"
+    training.train(tiny_config(request.param), str(wd), verbose=False)
+    return wd
+
+
+def test_load_run_restores_params_or_ema(workdir):
+    raw = sampling.load_run(str(workdir), "latest", use_ema=False)
+    ema = sampling.load_run(str(workdir), "latest", use_ema=True)
+    assert raw.meta["epoch"] == 2 and raw.max_nodes == 20
+    assert raw.process.num_timesteps == raw.config.diffusion.num_timesteps
+    leaves = zip(jax.tree_util.tree_leaves(raw.params), jax.tree_util.tree_leaves(ema.params))
+    assert any(not np.array_equal(a, b) for a, b in leaves)  # EMA 0.5 != raw parameters
+
+
+def test_samples_do_not_depend_on_batch_size(workdir):
+    run = sampling.load_run(str(workdir))
+    a = sampling.generate(run, 10, seed=3, batch_size=4)
+    b = sampling.generate(run, 10, seed=3, batch_size=12)
+    np.testing.assert_array_equal(a["adj"], b["adj"])
+    np.testing.assert_array_equal(a["num_nodes"], b["num_nodes"])
+    assert a["adj"].shape == (10, 20, 20) and a["adj"].dtype == np.uint8
+    for adj, n in zip(a["adj"], a["num_nodes"]):
+        np.testing.assert_array_equal(adj, adj.T)
+        assert not adj.diagonal().any() and not adj[n:].any()
+    c = sampling.generate(run, 10, seed=4, batch_size=4)
+    assert not np.array_equal(a["adj"], c["adj"])
+
+
+def test_bad_requests_are_sampling_errors(workdir):
+    run = sampling.load_run(str(workdir))
+    with pytest.raises(sampling.SamplingError, match="trained with max_nodes=20"):
+        sampling.generate(run, 2, node_counts=np.array([5, 21]))
+    with pytest.raises(sampling.SamplingError, match="positive"):
+        sampling.generate(run, 0)
+    with pytest.raises(sampling.SamplingError, match="no option.*'temperature'.*valid options"):
+        sampling.generate(run, 2, temperature=0.5)
+    with pytest.raises(sampling.SamplingError, match="num_steps must be in"):
+        sampling.generate(run, 2, num_steps=run.process.num_timesteps + 1)
+
+
+def test_sample_directory(workdir, tmp_path):
+    run = sampling.load_run(str(workdir))
+    out = write_sample_dir(run, str(tmp_path / "s"), num_samples=6, seed=0, batch_size=4,
+                           num_steps=4, graphml=True, chain_png=2, protocol="paper",
+                           record={"workdir": str(workdir)})
+    graphs = read_graph_list(tmp_path / "s" / "samples.json").graphs
+    assert len(graphs) == 6 and out["info"]["num_steps"] == 4
+    assert [g.number_of_edges() for g in graphs] == [g.number_of_edges() for g in out["graphs"]]
+    assert len(list((tmp_path / "s" / "graphml").glob("*.graphml"))) == 6
+    assert nx.is_isomorphic(nx.read_graphml(tmp_path / "s" / "graphml" / "sample_00000.graphml"),
+                            graphs[0])
+    for png in ("grid.png", "chain.png"):
+        assert (tmp_path / "s" / png).stat().st_size > 1000
+    ev = json.loads((tmp_path / "s" / "eval.json").read_text())
+    assert {"degree", "clustering", "orbit", "workdir", "num_steps"} <= set(ev)
+
+
+@pytest.mark.parametrize("module,fn", [(bitflip, "sample_graphs"), (gaussian, "sample_graphs")])
+def test_sampler_compiles_once_per_shape(module, fn, monkeypatch, tmp_path):
+    """Several seeds and batches of one shape trace the reverse chain once."""
+    kind = "discrete" if module is bitflip else "gaussian"
+    wd = OLD_RUN if kind == "discrete" else None
+    if wd is None:
+        wd = tmp_path / "g"
+        cfg = tiny_config("gaussian")
+        cfg.train.num_epochs = 1
+        training.train(cfg, str(wd), verbose=False)
+    run = sampling.load_run(str(wd))
+    monkeypatch.setattr(module, fn, chex.assert_max_traces(getattr(module, fn), n=1))
+    monkeypatch.setattr(sampling, "_COMPILED", {})
+    for seed in range(3):
+        sampling.generate(run, 8, seed=seed, batch_size=4, num_steps=3)
+
+
+def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
+    """tests/data/run_v0_1: a test-config run trained by ddgjax 0.1.0, with the samples
+    that version drew from it. The current code restores it and draws the same graphs."""
+    wd = tmp_path / "run"
+    shutil.copytree(OLD_RUN, wd)
+    run = sampling.load_run(str(wd))
+    res = sampling.generate(run, 8, seed=0, batch_size=1024)
+    expected = json.loads((OLD_RUN / "expected_samples.json").read_text())["graphs"]
+    got = [{"n": g.number_of_nodes(), "edges": sorted([min(e), max(e)] for e in g.edges())}
+           for g in res["graphs"]]
+    assert got == [{"n": g["n"], "edges": sorted(g["edges"])} for g in expected]
+    with pytest.raises(sampling.SamplingError, match="no 'latest' checkpoint"):
+        sampling.load_run(str(wd), "latest")
