@@ -11,11 +11,16 @@ import numpy as np
 import pytest
 
 from configs import test as test_config
-from ddgjax import gaussian, training
-from ddgjax.datasets import generate_graphs
+from ddgjax import training
+from ddgjax.data import generate_graphs
 from ddgjax.graphs import edge_mask, graphs_to_batch, node_mask_from_counts, pair_mask
+from ddgjax.models import init_params, model_from_config
+from ddgjax.parallel import make_mesh
+from ddgjax.processes import GaussianProcess, gaussian, process_from_config
+from ddgjax.sampling import compiled_sampler
 
-from conftest import REPO
+from helpers import REPO
+from helpers import random_batch as np_random_batch
 
 T = 8
 
@@ -27,10 +32,9 @@ def gaussian_test_config():
 
 
 def random_batch(seed, counts, N, p=0.4):
-    rng = np.random.default_rng(seed)
-    mask = node_mask_from_counts(np.asarray(counts), N)
-    u = np.triu(rng.random((len(counts), N, N)) < p, 1) & pair_mask(mask)
-    return jnp.asarray((u | np.swapaxes(u, 1, 2)).astype(np.float32)), jnp.asarray(mask)
+    """``helpers.random_batch`` as jax arrays."""
+    adj, mask = np_random_batch(seed, counts, N, p)
+    return jnp.asarray(adj), jnp.asarray(mask)
 
 
 def oracle(adj0, node_mask, schedule):
@@ -157,6 +161,25 @@ def test_training_loss_counts_real_pairs_only():
     np.testing.assert_allclose(alone.per_graph[::-1], out.per_graph, rtol=1e-6)
 
 
+def test_training_levels_are_uniform_on_1_to_T():
+    """The process's loss draws t ~ U{1..T} per graph: never level 0, level T included."""
+    process = GaussianProcess(num_timesteps=T)
+    adj, mask = random_batch(1, [5, 7, 0], 8)
+
+    @jax.jit
+    @jax.vmap
+    def draw(key):
+        keys = jax.random.split(key, 3)
+        return process.loss(lambda x_t, m, t, s: jnp.zeros_like(x_t), keys, adj, mask).t_index
+
+    t = np.asarray(draw(jax.random.split(jax.random.key(7), 683))).ravel()
+    counts = np.bincount(t, minlength=T + 1)
+    assert t.min() == 1 and t.max() == T, counts
+    assert counts[0] == 0 and np.all(counts[1:] > 0)
+    expected = len(t) / T
+    assert np.all(np.abs(counts[1:] - expected) < 5 * np.sqrt(expected * (1 - 1 / T))), counts
+
+
 # ----------------------------------------------------------------------------
 # Reverse process
 
@@ -245,18 +268,18 @@ def test_sampler_with_a_perfect_model_returns_the_graph():
         np.testing.assert_array_equal(chain[-1], out)
 
 
-def test_make_sampler_output_is_a_valid_adjacency():
+def test_process_sampler_output_is_a_valid_adjacency():
     cfg = gaussian_test_config()
     cfg.model.name = "edp"  # reads t_index (PPGN, sigma_t, is covered by the CLI test)
     cfg.model.edp.num_layers, cfg.model.edp.gin_steps = 1, 1
-    model = training.model_from_config(cfg)
-    tx = training.make_optimizer(cfg.train, 1)
-    params = training.init_state(model, tx, jax.random.key(0), 10).params
+    model = model_from_config(cfg)
+    params = init_params(model, jax.random.key(0), 10)
+    process = gaussian.from_config(cfg)
     counts = np.array([10, 4, 7, 1, 0, 2])
     mask = jnp.asarray(node_mask_from_counts(counts, 10))
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(6))
     # None steps = all T levels; the chain is [B, K+1, N, N] with the output last.
-    sampler = gaussian.make_sampler(model, cfg, None, return_chain=True)
+    sampler = compiled_sampler(model, process.sampler(None, return_chain=True))
     adj, chain = sampler(params, keys, mask)
     chex.assert_shape(adj, (6, 10, 10))
     assert_valid_adjacency(adj, counts)
@@ -269,7 +292,7 @@ def test_make_sampler_output_is_a_valid_adjacency():
     adj_p, _ = sampler(params, keys[perm], mask[perm])
     np.testing.assert_array_equal(adj_p, adj[perm])
     with pytest.raises(ValueError, match="num_steps"):
-        gaussian.make_sampler(model, cfg, num_steps=T + 1)
+        process.sampler(num_steps=T + 1)
 
 
 # ----------------------------------------------------------------------------
@@ -281,13 +304,13 @@ def test_jitted_steps_lower_the_loss():
     cfg.model.ppgn.num_blocks = 1
     cfg.train.lr = 5e-3
     data = graphs_to_batch(generate_graphs("community_small", 8, seed=3), 20)
-    model = training.model_from_config(cfg)
+    model = model_from_config(cfg)
     tx = training.make_optimizer(cfg.train, 1)
     state = training.init_state(model, tx, jax.random.key(0), 20)
-    loss_fn = gaussian.make_loss_fn(cfg)
-    mesh = training.make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(model, tx, training.schedule_from_config(cfg), "simple",
-                                      mesh, jax.random.key(1), loss_fn=loss_fn)
+    process = gaussian.from_config(cfg)
+    loss_fn = process.loss
+    mesh = make_mesh(jax.devices()[:1])
+    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1), 0.0)
 
     @jax.jit
     def fixed_loss(params):
@@ -316,7 +339,31 @@ def test_score_configs_load():
         cfg = paper.get_config(spec)
         assert cfg.diffusion.kind == "gaussian" and cfg.diffusion.num_timesteps == 1000
         assert cfg.model.name == spec.split(",")[1]
-        gaussian.schedule_from_config(cfg)
+        process = gaussian.from_config(cfg)
+        assert process == process_from_config(cfg)
+        assert isinstance(process, GaussianProcess) and process.num_timesteps == 1000
+        assert process.schedule.num_timesteps == 1000
+
+
+def test_from_config_reads_the_gaussian_keys():
+    cfg = gaussian_test_config()
+    p = gaussian.from_config(cfg)
+    assert (p.schedule_name, p.num_timesteps, p.eta, p.clip_x0) == ("cosine", T, 1.0, True)
+    cfg.diffusion.gaussian.eta, cfg.diffusion.gaussian.clip_x0 = 0.0, False
+    s = gaussian.from_config(cfg).sampler(3)
+    assert (s.eta, s.clip_x0, s.num_steps) == (0.0, False, 3)
+    assert s.info == {"process": "gaussian", "num_steps": 3, "eta": 0.0, "clip_x0": False}
+    s = gaussian.from_config(cfg).sampler(3, eta=0.5, clip_x0=True)  # options override
+    assert (s.eta, s.clip_x0) == (0.5, True)
+    # A run config written before diffusion.gaussian existed gets the defaults.
+    del cfg.diffusion["gaussian"]
+    assert gaussian.from_config(cfg) == GaussianProcess("cosine", T, 1.0, True)
+    with pytest.raises(ValueError, match="eta"):
+        GaussianProcess(num_timesteps=T, eta=1.5)
+    with pytest.raises(ValueError, match="eta"):
+        GaussianProcess(num_timesteps=T).sampler(eta=-0.5)
+    with pytest.raises(ValueError, match="num_timesteps >= 21"):
+        GaussianProcess("linear", T)
 
 
 def test_cli_train_then_sample(tmp_path):

@@ -89,7 +89,7 @@ def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev):
     """``q(a_{t-1} | a_t, a_0)`` for hard 0/1 ``a_t`` and ``a_0``, by Bayes' rule.
 
     q(a_{t-1}=1 | a_t, a_0) = q(a_t | a_{t-1}=1) q(a_{t-1}=1 | a_0) / q(a_t | a_0),
-    which reproduces the four cases of the paper's appendix (REFERENCE.md §1).
+    which reproduces the four cases of the paper's appendix (docs/method.md, "Posterior").
 
     Args:
       adj_t, a0: ``[..., N, N]`` 0/1 entries.
