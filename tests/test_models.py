@@ -6,8 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ddgjax.graphs import edge_mask, node_mask_from_counts
+from ddgjax.graphs import edge_mask
 from ddgjax.models import EDPGNN, MODELS, PPGN, build_model, model_fields
+from ddgjax.models.ppgn import PPGNBlock
+
+from helpers import random_batch
 
 T = 8
 CONFIGS = {
@@ -18,18 +21,8 @@ NAMES = sorted(CONFIGS)
 B, N = 3, 8  # one batch shape for most tests: each new shape costs a compile
 
 
-def random_batch(counts, max_nodes, seed=0, p=0.4):
-    """Random padded 0/1 adjacency (numpy) following the GraphBatch convention."""
-    rng = np.random.default_rng(seed)
-    counts = np.asarray(counts)
-    nm = node_mask_from_counts(counts, max_nodes)
-    a = np.triu((rng.random((len(counts), max_nodes, max_nodes)) < p).astype(np.float32), 1)
-    a = a + a.transpose(0, 2, 1)
-    a = a * (nm[:, :, None] & nm[:, None, :])
-    return a, nm
-
-
 def noise_inputs(batch, seed=1):
+    """``(t_index int32[B], noise_level float32[B])``: random levels and their linear beta_bar."""
     rng = np.random.default_rng(seed)
     t = rng.integers(0, T + 1, size=batch).astype(np.int32)
     return t, (t / (2.0 * T)).astype(np.float32)
@@ -50,7 +43,7 @@ def random_params(model, seed=3):
     Kernels ~ N(0, 1/fan_in), biases ~ N(0, 0.1^2), EDP's per-level alpha ~ 1 + N(0, 0.1^2)
     and gamma ~ N(0, 0.1^2), so that the conditioning really differs between levels.
     """
-    adj, nm = random_batch([N] * B, N)
+    adj, nm = random_batch(0, [N] * B, N)
     shapes = jax.eval_shape(model.init, jax.random.key(0), adj, nm, *noise_inputs(B))
     rng = np.random.default_rng(seed)
 
@@ -79,9 +72,9 @@ def setup():
 @pytest.mark.parametrize("name", NAMES)
 def test_output_convention(setup, name):
     model, params, apply = setup[name]
-    adj, nm = random_batch([8, 5, 0], N)  # includes an empty graph
-    t, bb = noise_inputs(B)
-    out = apply(params, adj, nm, t, bb)
+    adj, nm = random_batch(0, [8, 5, 0], N)  # includes an empty graph
+    t, level = noise_inputs(B)
+    out = apply(params, adj, nm, t, level)
     chex.assert_shape(out, (B, N, N))
     chex.assert_type(out, jnp.float32)
     chex.assert_tree_all_finite(out)
@@ -96,8 +89,8 @@ def test_output_convention(setup, name):
 def test_permutation_equivariance(setup, name):
     model, params, apply = setup[name]
     counts = [8, 6, 3]
-    adj, nm = random_batch(counts, N, seed=5)
-    t, bb = noise_inputs(B, seed=6)
+    adj, nm = random_batch(5, counts, N)
+    t, level = noise_inputs(B, seed=6)
     rng = np.random.default_rng(7)
     perm_adj = adj.copy()
     perms = []
@@ -105,8 +98,8 @@ def test_permutation_equivariance(setup, name):
         p = np.concatenate([rng.permutation(n), np.arange(n, N)])  # real nodes stay a prefix
         perms.append(p)
         perm_adj[b] = adj[b][np.ix_(p, p)]
-    out = np.asarray(apply(params, adj, nm, t, bb))
-    out_p = np.asarray(apply(params, perm_adj, nm, t, bb))
+    out = np.asarray(apply(params, adj, nm, t, level))
+    out_p = np.asarray(apply(params, perm_adj, nm, t, level))
     for b, p in enumerate(perms):
         np.testing.assert_allclose(out_p[b], out[b][np.ix_(p, p)], atol=1e-4, rtol=1e-4)
 
@@ -115,11 +108,11 @@ def test_permutation_equivariance(setup, name):
 def test_padding_invariance(setup, name):
     model, params, apply = setup[name]
     counts = [8, 5, 3]
-    adj, nm = random_batch(counts, N, seed=11)
-    t, bb = noise_inputs(B, seed=12)
-    out = np.asarray(apply(params, adj, nm, t, bb))
+    adj, nm = random_batch(11, counts, N)
+    t, level = noise_inputs(B, seed=12)
+    out = np.asarray(apply(params, adj, nm, t, level))
     adj2, nm2 = pad_to(adj, nm, N + 7)
-    out2 = np.asarray(apply(params, adj2, nm2, t, bb))
+    out2 = np.asarray(apply(params, adj2, nm2, t, level))
     np.testing.assert_allclose(out2[:, :N, :N], out, atol=1e-4, rtol=1e-4)
     assert np.all(out2[:, N:, :] == 0) and np.all(out2[:, :, N:] == 0)
     # Batch mixing: each graph alone (with empty graphs beside it; same shape, so no
@@ -129,7 +122,7 @@ def test_padding_invariance(setup, name):
         alone_adj[0] = adj[b]
         alone_nm = np.zeros_like(nm)
         alone_nm[0] = nm[b]
-        alone = np.asarray(apply(params, alone_adj, alone_nm, np.roll(t, -b), np.roll(bb, -b)))
+        alone = np.asarray(apply(params, alone_adj, alone_nm, np.roll(t, -b), np.roll(level, -b)))
         np.testing.assert_allclose(alone[0], out[b], atol=1e-4, rtol=1e-4)
         assert np.all(alone[1:] == 0)
 
@@ -138,12 +131,12 @@ def test_padding_invariance(setup, name):
 def test_bfloat16_compute(setup, name):
     model, params, apply = setup[name]
     model16 = build_model(name, T, compute_dtype=jnp.bfloat16, **CONFIGS[name])
-    adj, nm = random_batch([8, 6, 4], N, seed=21)
-    t, bb = noise_inputs(B, seed=22)
-    shapes16 = jax.eval_shape(model16.init, jax.random.key(0), adj, nm, t, bb)
+    adj, nm = random_batch(21, [8, 6, 4], N)
+    t, level = noise_inputs(B, seed=22)
+    shapes16 = jax.eval_shape(model16.init, jax.random.key(0), adj, nm, t, level)
     chex.assert_trees_all_equal_shapes_and_dtypes(shapes16, params)  # params stay float32
-    out32 = np.asarray(apply(params, adj, nm, t, bb))
-    out16 = jax.jit(model16.apply)(params, adj, nm, t, bb)
+    out32 = np.asarray(apply(params, adj, nm, t, level))
+    out16 = jax.jit(model16.apply)(params, adj, nm, t, level)
     chex.assert_type(out16, jnp.float32)
     out16 = np.asarray(out16)
     np.testing.assert_array_equal(out16, out16.transpose(0, 2, 1))
@@ -160,19 +153,19 @@ def test_edp_conditioning_uses_t_index(setup):
     cond = params["params"]["out"]["cond_0"]
     chex.assert_shape([cond["alpha"], cond["gamma"]], (T + 1, CONFIGS["edp"]["hidden"]))
 
-    adj, nm = random_batch([7, 7, 7], N, seed=31)
+    adj, nm = random_batch(31, [7, 7, 7], N)
     adj[1] = adj[2] = adj[0]
-    bb = np.zeros(B, np.float32)
+    level = np.zeros(B, np.float32)
     t = np.array([0, T, 3], np.int32)
-    out = np.asarray(apply(params, adj, nm, t, bb))
+    out = np.asarray(apply(params, adj, nm, t, level))
     assert np.abs(out[0] - out[1]).max() > 1e-3, "different t must give different logits"
-    out_same = np.asarray(apply(params, adj, nm, np.array([3, 3, 3], np.int32), bb))
+    out_same = np.asarray(apply(params, adj, nm, np.array([3, 3, 3], np.int32), level))
     np.testing.assert_allclose(out_same[0], out_same[1], atol=1e-6)
     np.testing.assert_allclose(out_same[2], out[2], atol=1e-6)
     # Row T (the last level) is the one used at t = T, and only there.
     bumped = jax.tree_util.tree_map_with_path(
         lambda path, x: x.at[T].add(1.0) if "gamma" in jax.tree_util.keystr(path) else x, params)
-    out_b = np.asarray(apply(bumped, adj, nm, t, bb))
+    out_b = np.asarray(apply(bumped, adj, nm, t, level))
     np.testing.assert_array_equal(out_b[0], out[0])
     np.testing.assert_array_equal(out_b[2], out[2])
     assert np.abs(out_b[1] - out[1]).max() > 1e-3
@@ -189,15 +182,15 @@ def test_level_condition_init():
     np.testing.assert_array_equal(cond.apply(v, h, jnp.array([0, T])), h)
 
 
-def test_ppgn_depends_on_beta_bar(setup):
+def test_ppgn_depends_on_noise_level(setup):
     model, params, apply = setup["ppgn"]
-    adj, nm = random_batch([6, 6, 6], N, seed=41)
+    adj, nm = random_batch(41, [6, 6, 6], N)
     adj[1] = adj[2] = adj[0]
     t = np.zeros(B, np.int32)
     out = np.asarray(apply(params, adj, nm, t, np.array([0.05, 0.45, 0.05], np.float32)))
     assert np.abs(out[0] - out[1]).max() > 1e-3
     np.testing.assert_allclose(out[0], out[2], atol=1e-6)
-    # t_index is ignored by PPGN (it reads beta_bar only).
+    # t_index is ignored by PPGN (it reads noise_level only).
     other_t = np.asarray(apply(params, adj, nm, np.full(B, 5, np.int32),
                                np.array([0.05, 0.45, 0.05], np.float32)))
     np.testing.assert_array_equal(other_t, out)
@@ -206,11 +199,11 @@ def test_ppgn_depends_on_beta_bar(setup):
 @pytest.mark.parametrize("name", NAMES)
 def test_gradients_finite_and_reach_all_params(setup, name):
     model, params, _ = setup[name]
-    adj, nm = random_batch([8, 4, 0], N, seed=51)
-    t, bb = noise_inputs(B, seed=52)
+    adj, nm = random_batch(51, [8, 4, 0], N)
+    t, level = noise_inputs(B, seed=52)
 
     def loss(p):
-        return jnp.sum(model.apply(p, adj, nm, t, bb) ** 2)
+        return jnp.sum(model.apply(p, adj, nm, t, level) ** 2)
 
     grads = jax.jit(jax.grad(loss))(params)
     chex.assert_tree_all_finite(grads)
@@ -241,9 +234,65 @@ def test_build_model():
 
 def test_bad_input_shapes():
     model = build_model("ppgn", T, **CONFIGS["ppgn"])
-    adj, nm = random_batch([4, 3], 4)
-    t, bb = noise_inputs(2)
+    adj, nm = random_batch(0, [4, 3], 4)
+    t, level = noise_inputs(2)
     with pytest.raises(ValueError, match="node_mask"):
-        jax.eval_shape(model.init, jax.random.key(0), adj, nm[:, :3], t, bb)
-    with pytest.raises(ValueError, match="beta_bar"):
+        jax.eval_shape(model.init, jax.random.key(0), adj, nm[:, :3], t, level)
+    with pytest.raises(ValueError, match="noise_level"):
         jax.eval_shape(model.init, jax.random.key(0), adj, nm, t, np.zeros(3, np.float32))
+
+
+def ppgn_block_reference(params, x, node_mask, eps=1e-5):
+    """One PPGN block in float64 NumPy, from the formula in ddgjax/models/ppgn.py:
+
+    m1, m2 = Dense -> leaky_relu(0.01) -> Dense per entry; P = mask(m1) @ m2 / sqrt(n) per
+    channel; Y = mask(InstanceNorm(Dense(concat[X, P]))), the norm (no affine, biased
+    variance) per graph and channel over the real n x n entries.
+    """
+    p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params["params"])
+    x = np.asarray(x, np.float64)
+    dense = lambda d, v: v @ d["kernel"] + d["bias"]
+
+    def mlp(tree, v):
+        h = dense(tree["dense_0"], v)
+        return dense(tree["dense_1"], np.where(h > 0, h, 0.01 * h))
+
+    sq = (node_mask[:, :, None] & node_mask[:, None, :])[..., None]
+    n = node_mask.sum(1)
+    m1 = mlp(p["m1"], x) * sq
+    m2 = mlp(p["m2"], x)
+    prod = np.einsum("bikc,bkjc->bijc", m1, m2) / np.sqrt(np.maximum(n, 1))[:, None, None, None]
+    y = dense(p["mix"], np.concatenate([x, prod], axis=-1))
+    out = np.zeros_like(y)
+    for b, nb in enumerate(n):
+        if nb:
+            real = y[b, :nb, :nb]
+            out[b, :nb, :nb] = (real - real.mean((0, 1))) / np.sqrt(real.var((0, 1)) + eps)
+    return out
+
+
+def test_ppgn_block_matches_float64_reference():
+    """One block against its formula, with the block's own parameters (biases made nonzero)
+    and junk on the padding entries of its input (which must not reach real entries)."""
+    h = 4
+    counts = [7, 5, 0]
+    _, nm = random_batch(61, counts, N)
+    x = np.random.default_rng(62).normal(size=(B, N, N, h)).astype(np.float32)
+    sq = nm[:, :, None] & nm[:, None, :]
+    inv_sqrt_n = (1.0 / np.sqrt(np.maximum(nm.sum(1), 1))).astype(np.float32)
+    block = PPGNBlock(hidden=h)
+    params = jax.jit(block.init)(jax.random.key(63), x, sq, inv_sqrt_n)
+    shapes = jax.tree_util.tree_map(np.shape, params["params"])
+    assert shapes == {"m1": {"dense_0": {"kernel": (h, h), "bias": (h,)},
+                             "dense_1": {"kernel": (h, h), "bias": (h,)}},
+                      "m2": {"dense_0": {"kernel": (h, h), "bias": (h,)},
+                             "dense_1": {"kernel": (h, h), "bias": (h,)}},
+                      "mix": {"kernel": (2 * h, h), "bias": (h,)}}, shapes
+    rng = np.random.default_rng(64)
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, a: a + 0.3 * rng.standard_normal(a.shape).astype(np.float32)
+        if "bias" in jax.tree_util.keystr(path) else a, params)
+    out = np.asarray(jax.jit(block.apply)(params, x, sq, inv_sqrt_n))
+    ref = ppgn_block_reference(params, x, nm)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert np.all(out[~sq] == 0)

@@ -40,6 +40,8 @@ def test_load_run_restores_params_or_ema(workdir):
     raw = sampling.load_run(str(workdir), "latest", use_ema=False)
     ema = sampling.load_run(str(workdir), "latest", use_ema=True)
     assert raw.meta["epoch"] == 2 and raw.max_nodes == 20
+    assert json.loads((workdir / "config.json").read_text())["diffusion"]["kind"] == \
+        raw.process.name
     assert raw.process.num_timesteps == raw.config.diffusion.num_timesteps
     leaves = zip(jax.tree_util.tree_leaves(raw.params), jax.tree_util.tree_leaves(ema.params))
     assert any(not np.array_equal(a, b) for a, b in leaves)  # EMA 0.5 != raw parameters

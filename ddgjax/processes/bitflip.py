@@ -362,6 +362,8 @@ class BitFlipProcess(NoiseProcess):
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
+        """Algorithm ``options["algorithm"]`` (1 or 2; None or 0: the process's default,
+        as ``config.sample.algorithm = 0`` means "by loss") over ``num_steps`` levels."""
         self.check_sampler_options(options)
         algorithm = options.get("algorithm") or self.algorithm
         if algorithm not in ALGORITHMS:

@@ -74,7 +74,8 @@ def make_schedule(name: str = "linear", num_timesteps: int = 32) -> NoiseSchedul
 
     Raises ValueError for an unknown name or T < 1.
     """
-    if not isinstance(num_timesteps, (int, np.integer)) or num_timesteps < 1:
+    if (isinstance(num_timesteps, bool) or not isinstance(num_timesteps, (int, np.integer))
+            or num_timesteps < 1):
         raise ValueError(f"num_timesteps must be a positive integer, got {num_timesteps!r}")
     if name == "linear":
         bb = linear_beta_bar(num_timesteps)

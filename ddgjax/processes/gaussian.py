@@ -47,7 +47,8 @@ import numpy as np
 
 from ddgjax.graphs import edge_mask, pair_mask
 from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
-                                   broadcast_per_graph, pair_mean_loss, per_graph_noise,
+                                   broadcast_per_graph, pair_mean_loss, per_graph_keys,
+                                   per_graph_noise,
                                    per_graph_time_and_noise_keys, sampling_levels,
                                    uniform_timestep, vmap_per_graph)
 
@@ -174,12 +175,11 @@ def training_loss(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_
 
     Args:
       denoise_fn: ``(x_t, node_mask, t_index, sigma_t) -> eps_hat`` ``[B, N, N]``.
-      keys: ``[B]`` typed PRNG keys; adj0: ``[B, N, N]`` 0/1; node_mask: ``[B, N]`` bool.
+      keys: ``[B]`` typed PRNG keys (or one key, split per graph); adj0: ``[B, N, N]`` 0/1; node_mask: ``[B, N]`` bool.
     Returns: ``LossOutput`` (``per_graph`` summed over each graph's real pairs).
     """
     T = schedule.num_timesteps
-    B = adj0.shape[0]
-    assert keys.shape == (B,), keys.shape
+    keys = per_graph_keys(keys, adj0.shape[0])
     u_t, key_noise = per_graph_time_and_noise_keys(keys)
     t_index = uniform_timestep(u_t, T)
     eps = symmetric_normal(key_noise, node_mask)
