@@ -22,6 +22,10 @@ _SEED = flags.DEFINE_integer("seed", None, "Sampling seed (default: config.sampl
 _BATCH = flags.DEFINE_integer("batch_size", 0, "Graphs per batch (0: config.sample.batch_size).")
 _STEPS = flags.DEFINE_integer("num_steps", 0, "Denoising steps (0: config, else all T levels).")
 _ALGO = flags.DEFINE_integer("algorithm", 0, "1 or 2 (0: config / by loss).")
+_OPTION = flags.DEFINE_multi_string(
+    "option", [], "A sampler option of the run's noise process, NAME=VALUE (repeatable), e.g. "
+    "--option grid=power:2 --option final_pass=true (bit flips: algorithm, grid, argmax_last, "
+    "final_pass; Gaussian: eta, clip_x0).")
 _EMA = flags.DEFINE_bool("ema", None, "Use EMA parameters (default: config.sample.use_ema).")
 _OUT = flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).")
 _GRAPHML = flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.")
@@ -45,6 +49,15 @@ def main(argv):
         cli.fail(e)
 
 
+def sampler_options() -> dict:
+    from ddgjax.cli import parse_option_values
+
+    options = parse_option_values(_OPTION.value, flag="--option")
+    if _ALGO.value:
+        options["algorithm"] = _ALGO.value
+    return options
+
+
 def run_sampling():
     from ddgjax.sample_writer import write_sample_dir
     from ddgjax.sampling import load_run
@@ -65,7 +78,7 @@ def run_sampling():
         run, out_dir, num_samples=num, seed=seed,
         batch_size=_BATCH.value or cfg.sample.batch_size,
         num_steps=_STEPS.value or cfg.sample.num_steps or None,
-        sampler_options={"algorithm": _ALGO.value} if _ALGO.value else {},
+        sampler_options=sampler_options(),
         graphml=_GRAPHML.value, chain_png=_CHAIN.value, protocol=_EVAL.value,
         record={"workdir": workdir, "checkpoint": _CKPT.value}, progress=progress)
     res = out["result"]

@@ -53,6 +53,12 @@ def get_config():
     config.sample = ml_collections.ConfigDict()
     config.sample.algorithm = 0     # 0: by loss (vb -> Algorithm 1, simple -> Algorithm 2)
     config.sample.num_steps = 0     # 0: all T levels; fewer strides over them
+    # Levels the sampler visits: "trained" (strided trained levels), or, for models
+    # trained in continuous time, "uniform" or "power:GAMMA" (beta_bar_k = (k/K)^GAMMA / 2,
+    # GAMMA > 1: more steps at low noise) for any num_steps.
+    config.sample.grid = "trained"
+    config.sample.argmax_last = False  # the last step takes the most likely A_0
+    config.sample.final_pass = False   # one more denoiser call at beta_bar = 0 on A_0
     config.sample.batch_size = 1024
     config.sample.num_samples = 1024
     config.sample.seed = 0

@@ -14,8 +14,9 @@ Spec grammar: ``DATASET,MODEL,LOSS[,OPTION...]``
   ``simple`` config of that dataset and model with ``diffusion.kind = "gaussian"``
   and T = 1000 levels.
 * OPTION (only with ``planar_60,ppgn,simple``; any order):
-  ``t128``: trained on T = 128 levels (the original code's Planar config), sampled
-  with 32 strided steps, bfloat16 compute.
+  ``t128``: trained on a grid of T = 128 levels, sampled with 32 strided steps,
+  bfloat16 compute. (Not the original code's setup: it trained in continuous
+  time and sampled Planar on 64 or 128 levels.)
   ``ema_long``: the ``t128`` variant trained for 4000 epochs with an EMA of the
   weights (decay 0.999) used for sampling. It implies ``t128``, so
   ``planar_60,ppgn,simple,ema_long`` and ``planar_60,ppgn,simple,t128,ema_long``

@@ -48,6 +48,32 @@ def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
         jax.distributed.initialize()
 
 
+def parse_option_values(items, flag: str = "--option") -> dict:
+    """``["grid=power:2", "final_pass=true", "eta=0.5"]`` -> ``{"grid": "power:2", ...}``.
+
+    Values read as booleans (true/false), integers or floats where they parse as one,
+    else as strings. Raises ValueError naming the flag for an item without ``=``.
+    """
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{flag} {item!r}: expected NAME=VALUE")
+        low = text.strip().lower()
+        if low in ("true", "false"):
+            value = low == "true"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = text.strip()
+        out[name.strip()] = value
+    return out
+
+
 def parse_flags(argv):
     """absl flag parser for ``app.run``: a bad flag or config override is one line, exit 2.
 

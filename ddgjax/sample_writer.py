@@ -40,7 +40,7 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "algorithm": res["algorithm"], "num_steps": res["num_steps"],
             "num_samples": num_samples, "graphs_per_second": res["graphs_per_second"],
-            "compile_seconds": res["compile_seconds"]}
+            "compile_seconds": res["compile_seconds"], "sampler": res["sampler"]}
     write_graph_list(os.path.join(out_dir, "samples.json"), graphs, name="samples",
                      generated_by=info)
     if graphml:

@@ -109,7 +109,8 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     Returns a dict with ``adj`` (``uint8[M, N, N]``), ``num_nodes`` (``[M]``),
     ``graphs`` (networkx), ``seconds`` (sampling time without the first
     compile), ``compile_seconds``, ``graphs_per_second``, the sampler's ``info``
-    (``num_steps``, and e.g. ``algorithm``), and ``chain`` (``[M, K+1, N, N]``) if asked.
+    (as ``sampler`` and merged in: ``num_steps``, and e.g. ``algorithm``), and ``chain``
+    (``[M, K+1, N, N]``) if asked.
     """
     if num_samples < 1:
         raise SamplingError(f"--num_samples must be positive, got {num_samples}")
@@ -162,7 +163,8 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     result = {"adj": adj, "num_nodes": node_counts, "graphs": batch_to_graphs(adj, node_counts),
               "seconds": t_run, "compile_seconds": t_compile,
               "graphs_per_second": (timed / t_run) if t_run > 0 else float("nan"),
-              "algorithm": sampler.info.get("algorithm"), **sampler.info}
+              "algorithm": sampler.info.get("algorithm"), **sampler.info,
+              "sampler": sampler.info}
     if return_chain:
         result["chain"] = np.concatenate(out_chain)
     return result

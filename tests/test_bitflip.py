@@ -430,3 +430,79 @@ def test_one_reverse_step_preserves_the_forward_marginal(algorithm):
         expected = (brute_force_posterior(1, 0, bb_t, bb_s)[1] if algorithm == 1 else bb_s)
         se = np.sqrt(expected * (1 - expected) / moved.sum())
         assert abs(flipped[moved].mean() - expected) < 4 * se, (algorithm, t, r)
+
+
+# ----------------------------------------------------------------------------
+# Sampling grids, the mode at the last step, the final pass at beta_bar = 0
+
+
+def test_sampling_grid_levels():
+    s = make_schedule("linear", T)
+    t, bb = bitflip.sampling_grid(s, 4, "trained")
+    np.testing.assert_array_equal(t, [8, 6, 4, 2, 0])
+    np.testing.assert_allclose(bb, t / (2 * T))
+    t, bb = bitflip.sampling_grid(s, 20, "uniform")  # more steps than trained levels
+    np.testing.assert_allclose(bb, np.arange(20, -1, -1) / 40.0)
+    assert t[0] == T and t[-1] == 0 and np.all(t[:-1] >= 1)
+    t, bb = bitflip.sampling_grid(s, 4, "power:2")
+    np.testing.assert_allclose(bb, 0.5 * (np.array([4, 3, 2, 1, 0]) / 4.0) ** 2)
+    np.testing.assert_array_equal(t, [8, 4, 2, 1, 0])  # nearest level (4.5 rounds to even), >= 1
+    for bad in ("cosine", "power:0", "power:x", "trained:2"):
+        with pytest.raises(ValueError, match="unknown sampling grid"):
+            bitflip.parse_grid(bad)
+
+
+def test_off_grid_sampling_needs_continuous_time():
+    with pytest.raises(ValueError, match="needs a model trained in continuous time"):
+        BitFlipProcess(num_timesteps=T).sampler(4, grid="uniform")
+    with pytest.raises(ValueError, match="needs a model trained in continuous time"):
+        BitFlipProcess(num_timesteps=T, grid="power:2")
+    cont = BitFlipProcess(num_timesteps=T, continuous_time=True)
+    sampler = cont.sampler(50, grid="power:1.5", final_pass=True)
+    assert sampler.num_steps == 50 and sampler.final_pass and not sampler.argmax_last
+    assert hash(sampler) == hash(cont.sampler(50, grid="power:1.5", final_pass=True))
+    assert sampler.info["grid"] == "power:1.5"
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_perfect_denoiser_on_any_grid_with_mode_and_final_pass(algorithm):
+    adj0, mask = batch(11, [12, 9, 5, 0])
+    s = make_schedule("linear", T)
+    for options in ({"grid": "uniform"}, {"grid": "power:3", "argmax_last": True},
+                    {"grid": "uniform", "final_pass": True, "argmax_last": True}):
+        out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(4), mask, s,
+                                    algorithm, 13, **options)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
+
+
+def test_argmax_last_takes_the_mode():
+    """A denoiser sure at 0.7 of every edge: a draw leaves ~30 % of pairs empty, the mode none."""
+    _, mask = batch(0, [12, 12, 12, 12])
+    keys = jax.random.split(jax.random.key(0), B)
+    confident = lambda a, m, t, s: jnp.full(a.shape, np.log(0.7 / 0.3)) + 0.0 * s[:, None, None]
+    process = BitFlipProcess(num_timesteps=T)
+    full = np.asarray(edge_mask(mask), np.float32)
+    for algorithm in (1, 2):
+        mode = process.sampler(T, algorithm=algorithm, argmax_last=True)(confident, keys, mask)
+        np.testing.assert_array_equal(np.asarray(mode), full)
+        draw = process.sampler(T, algorithm=algorithm)(confident, keys, mask)
+        assert 0.6 < float(np.asarray(draw).sum() / full.sum()) < 0.8
+
+
+def test_final_pass_calls_the_model_at_noise_level_zero():
+    """The final pass replaces A_0 by the model's prediction at noise_level 0."""
+    adj0, mask = batch(5, [12, 10, 8, 6])
+    complement = (1.0 - np.asarray(adj0)) * np.asarray(edge_mask(mask))
+    perfect = perfect_denoiser(adj0)
+
+    def flips_at_zero(a, m, t, s):
+        # the data above level 0, its complement at level 0 (t_index 0 and noise 0)
+        at_zero = ((t == 0) & (s == 0.0))[:, None, None]
+        return jnp.where(at_zero, perfect(a, m, t, s) * -1.0, perfect(a, m, t, s))
+
+    out, chain = bitflip.sample_graphs(flips_at_zero, jax.random.key(1), mask,
+                                       make_schedule("linear", T), 2, 4, return_chain=True,
+                                       final_pass=True)
+    np.testing.assert_array_equal(np.asarray(out), complement)
+    np.testing.assert_array_equal(np.asarray(chain[-1]), complement)
+    assert chain.shape == (5, B, N, N)

@@ -21,6 +21,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ddgjax.graphs import pair_mask
 from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
@@ -208,11 +209,13 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
 
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
                  t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
-                 algorithm: int) -> jax.Array:
+                 algorithm: int, argmax: bool = False) -> jax.Array:
     """One reverse step from level t to level t_prev (all graphs of the batch share them).
 
     Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
     Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
+    With ``argmax`` the draw from the model's distribution takes its mode instead
+    (used for the last step, to level 0).
 
     Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
@@ -225,9 +228,9 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
         _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp))
-        return symmetric_upper_bernoulli(k1, p1, node_mask)
+        return draw_upper(k1, p1, node_mask, argmax)
     if algorithm == 2:
-        x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(logits), node_mask)
+        x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
         return flip_upper(k2, x0, bp, node_mask)
     raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
 
@@ -238,50 +241,129 @@ def sample_prior(key: jax.Array, node_mask: jax.Array) -> jax.Array:
                                      node_mask)
 
 
+GRIDS = ("trained", "uniform", "power:GAMMA")
+
+
+def parse_grid(grid: str) -> tuple[str, float]:
+    """``"trained"`` / ``"uniform"`` / ``"power:2"`` -> ``(kind, gamma)``; ValueError if bad."""
+    kind, _, arg = str(grid).partition(":")
+    if kind in ("trained", "uniform") and not arg:
+        return kind, 1.0
+    if kind == "power":
+        try:
+            gamma = float(arg)
+        except ValueError:
+            gamma = -1.0
+        if gamma > 0:
+            return kind, gamma
+    raise ValueError(f"unknown sampling grid {grid!r}; expected one of {GRIDS} (GAMMA > 0)")
+
+
+def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
+                  grid: str = "trained") -> tuple[np.ndarray, np.ndarray]:
+    """The levels a K-step sampler visits, descending: ``(t_index int32[K+1], beta_bar float64[K+1])``.
+
+    * ``"trained"``: ``K <= T`` evenly strided levels of the trained schedule
+      (``sampling_levels``), always including T and 0.
+    * ``"uniform"``: ``beta_bar_k = k / (2K)`` for any K (models trained in continuous time).
+    * ``"power:GAMMA"``: ``beta_bar_k = (k / K)^GAMMA / 2``; GAMMA > 1 spends more of the
+      K steps at low noise, where the sampler fixes the last wrong pairs.
+
+    Off the trained grid, ``t_index`` is the nearest trained level (what PPGN ignores).
+    """
+    kind, gamma = parse_grid(grid)
+    T = schedule.num_timesteps
+    if kind == "trained":
+        levels = sampling_levels(T, num_steps)
+        return levels, schedule.beta_bar64[levels]
+    K = T if num_steps is None else int(num_steps)
+    if K < 1:
+        raise ValueError(f"num_steps must be >= 1, got {K}")
+    u = np.arange(K, -1, -1, dtype=np.float64) / K
+    bb = 0.5 * u ** gamma
+    t_index = np.where(bb > 0, np.clip(np.round(2.0 * T * bb), 1, T), 0).astype(np.int32)
+    return t_index, bb
+
+
+def denoised_draw(denoise_fn: DenoiseFn, key: jax.Array, adj: jax.Array, node_mask: jax.Array,
+                  argmax: bool) -> jax.Array:
+    """A draw (or with ``argmax`` the mode) of ``p_theta(A_0 | A)`` with ``A`` taken as level 0
+    (``noise_level = 0``): the optional final corrector pass of the samplers."""
+    B = adj.shape[0]
+    logits = denoise_fn(adj, node_mask, jnp.zeros((B,), jnp.int32),
+                        jnp.zeros((B,), jnp.float32)).astype(jnp.float32)
+    return draw_upper(key, jax.nn.sigmoid(logits), node_mask, argmax)
+
+
+def draw_upper(key: jax.Array, prob1: jax.Array, node_mask: jax.Array, argmax: bool) -> jax.Array:
+    """``symmetric_upper_bernoulli``, or with ``argmax`` the most likely entries (``prob1 > 1/2``)."""
+    if not argmax:
+        return symmetric_upper_bernoulli(key, prob1, node_mask)
+    upper = ((prob1 > 0.5) & pair_mask(node_mask)).astype(jnp.float32)
+    return upper + jnp.swapaxes(upper, -1, -2)
+
+
 def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
-                  return_chain: bool = False):
+                  return_chain: bool = False, grid: str = "trained",
+                  argmax_last: bool = False, final_pass: bool = False):
     """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
 
     Args:
       denoise_fn: see ``DenoiseFn``.
       node_mask: ``[B, N]`` bool, the requested node counts as prefix masks.
-      schedule: the trained schedule; ``num_steps`` < T strides over its levels.
+      schedule: the trained schedule; ``num_steps`` and ``grid`` pick the visited
+        levels (``sampling_grid``).
       algorithm: 1 or 2 (see ``reverse_step``).
       return_chain: also return every intermediate adjacency.
+      argmax_last: the last step (to level 0) takes the most likely ``A_0`` instead of
+        a draw.
+      final_pass: after level 0, call the model once more at ``noise_level = 0`` on
+        the result and draw ``A_0`` from its prediction (the mode with ``argmax_last``).
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
-      ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0``.
+      ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
+      any, replaces the last entry).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
-    levels = sampling_levels(schedule.num_timesteps, num_steps)
-    bb = schedule.beta_bar64
-    t_now = jnp.asarray(levels[:-1], jnp.int32)
-    bb_now = jnp.asarray(bb[levels[:-1]], jnp.float32)
-    bb_prev = jnp.asarray(bb[levels[1:]], jnp.float32)
-    steps = jnp.arange(len(levels) - 1, dtype=jnp.int32)
+    t_lv, bb = sampling_grid(schedule, num_steps, grid)
+    K = len(t_lv) - 1
+    n_scan = K - 1 if argmax_last else K
+    xs = (jnp.arange(K, dtype=jnp.int32), jnp.asarray(t_lv[:-1], jnp.int32),
+          jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
     adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask)
 
-    def body(adj, xs):
-        i, t, b_now, b_prev = xs
+    def body(adj, x):
+        i, t, b_now, b_prev = x
         new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
                            b_prev, algorithm)
         return new, (new if return_chain else None)
 
-    adj0, chain = jax.lax.scan(body, adj_T, (steps, t_now, bb_now, bb_prev))
+    adj0, chain = jax.lax.scan(body, adj_T, jax.tree_util.tree_map(lambda a: a[:n_scan], xs))
+    steps = [chain] if return_chain else []
+    if argmax_last:  # the step to level 0, taking the mode
+        i, t, b_now, b_prev = (a[K - 1] for a in xs)
+        adj0 = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj0, node_mask, t, b_now,
+                            b_prev, algorithm, argmax=True)
+        steps.append(adj0[None])
+    if final_pass:
+        adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask, argmax_last)
     if return_chain:
-        return adj0, jnp.concatenate([adj_T[None], chain], axis=0)
+        chain = jnp.concatenate([adj_T[None]] + steps, axis=0)
+        return adj0, chain.at[-1].set(adj0)
     return adj0
 
 
 def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array,
                           schedule: NoiseSchedule, algorithm: int = 2,
-                          num_steps: int | None = None, return_chain: bool = False):
+                          num_steps: int | None = None, return_chain: bool = False,
+                          **grid_options):
     """Per-graph sampler under ``jax.vmap``: graph ``b`` uses only ``keys[b]``.
 
     A graph's sample therefore does not depend on which other graphs share its
-    batch, so sampling in chunks reproduces sampling all at once.
+    batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
+    are ``sample_graphs``'s ``grid``, ``argmax_last`` and ``final_pass``.
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -290,7 +372,8 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
     return vmap_per_graph(
         lambda key, mask: sample_graphs(denoise_fn, key, mask, schedule, algorithm, num_steps,
-                                        return_chain), keys, node_mask, return_chain)
+                                        return_chain, **grid_options),
+        keys, node_mask, return_chain)
 
 
 # ----------------------------------------------------------------------------
@@ -299,21 +382,27 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
 @dataclasses.dataclass(frozen=True)
 class BitFlipSampler(Sampler):
-    """Algorithm 1 or 2 over ``num_steps`` evenly strided levels of a ``BitFlipProcess``."""
+    """Algorithm 1 or 2 over ``num_steps`` levels of a ``BitFlipProcess`` (``sample_graphs``)."""
 
     process: "BitFlipProcess"
     num_steps: int
     algorithm: int
     return_chain: bool = False
+    grid: str = "trained"
+    argmax_last: bool = False
+    final_pass: bool = False
 
     def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
-                                     self.algorithm, self.num_steps, self.return_chain)
+                                     self.algorithm, self.num_steps, self.return_chain,
+                                     grid=self.grid, argmax_last=self.argmax_last,
+                                     final_pass=self.final_pass)
 
     @property
     def info(self) -> dict:
         return {"process": self.process.name, "num_steps": self.num_steps,
-                "algorithm": self.algorithm}
+                "algorithm": self.algorithm, "grid": self.grid,
+                "argmax_last": self.argmax_last, "final_pass": self.final_pass}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,6 +415,9 @@ class BitFlipProcess(NoiseProcess):
       loss_type: ``"simple"`` (L_simple) or ``"vb"`` (L_vb).
       continuous_time: L_simple on ``beta_bar ~ U(0, 1/2)`` instead of the T levels.
       algorithm: the sampler's default algorithm (1 or 2).
+      grid, argmax_last, final_pass: the sampler's defaults for the visited levels
+        (``sampling_grid``; off the trained grid needs ``continuous_time``), the mode
+        at the last step and the corrector pass at ``beta_bar = 0`` (``sample_graphs``).
     """
 
     schedule_name: str = "linear"
@@ -333,9 +425,12 @@ class BitFlipProcess(NoiseProcess):
     loss_type: str = "simple"
     continuous_time: bool = False
     algorithm: int = 2
+    grid: str = "trained"
+    argmax_last: bool = False
+    final_pass: bool = False
 
     name = "discrete"
-    sampler_options = ("algorithm",)
+    sampler_options = ("algorithm", "grid", "argmax_last", "final_pass")
 
     def __post_init__(self):
         if self.loss_type not in LOSSES:
@@ -350,6 +445,13 @@ class BitFlipProcess(NoiseProcess):
             raise ValueError(f"config.diffusion.schedule: unknown schedule "
                              f"{self.schedule_name!r}; expected one of {SCHEDULES}")
         make_schedule(self.schedule_name, self.num_timesteps)  # validates T
+        self._check_grid(self.grid)
+
+    def _check_grid(self, grid: str) -> None:
+        if parse_grid(grid)[0] != "trained" and not self.continuous_time:
+            raise ValueError(f"sampling grid {grid!r} needs a model trained in continuous time "
+                             "(config.diffusion.continuous_time); this one knows only its "
+                             f"{self.num_timesteps} trained levels: use grid 'trained'")
 
     @property
     def schedule(self) -> NoiseSchedule:
@@ -362,15 +464,22 @@ class BitFlipProcess(NoiseProcess):
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
-        """Algorithm ``options["algorithm"]`` (1 or 2; None or 0: the process's default,
-        as ``config.sample.algorithm = 0`` means "by loss") over ``num_steps`` levels."""
+        """A sampler over ``num_steps`` levels (None: T). ``options`` override the process's
+        defaults: ``algorithm`` (1 or 2; None or 0: the default, as
+        ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
+        ``final_pass``."""
         self.check_sampler_options(options)
         algorithm = options.get("algorithm") or self.algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+        grid = str(options.get("grid") or self.grid)
+        self._check_grid(grid)
         num_steps = int(num_steps or self.num_timesteps)
-        sampling_levels(self.num_timesteps, num_steps)  # validates num_steps
-        return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain))
+        sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
+        flag = lambda name: bool(getattr(self, name) if options.get(name) is None
+                                 else options[name])
+        return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
+                              flag("argmax_last"), flag("final_pass"))
 
 
 def default_algorithm(loss_type: str) -> int:
@@ -379,9 +488,14 @@ def default_algorithm(loss_type: str) -> int:
 
 
 def from_config(config) -> BitFlipProcess:
-    """The bit-flip process of ``config.diffusion`` (and ``config.sample.algorithm``, 0: by loss)."""
+    """The bit-flip process of ``config.diffusion`` with the sampler defaults of
+    ``config.sample`` (``algorithm`` 0: by loss; keys a run config written before they
+    existed take their defaults)."""
     d = config.diffusion
-    algorithm = int(config.sample.get("algorithm", 0) or default_algorithm(d.loss))
+    s = config.sample
+    algorithm = int(s.get("algorithm", 0) or default_algorithm(d.loss))
     return BitFlipProcess(schedule_name=d.schedule, num_timesteps=int(d.num_timesteps),
                           loss_type=d.loss, continuous_time=bool(d.get("continuous_time", False)),
-                          algorithm=algorithm)
+                          algorithm=algorithm, grid=str(s.get("grid", "trained")),
+                          argmax_last=bool(s.get("argmax_last", False)),
+                          final_pass=bool(s.get("final_pass", False)))
