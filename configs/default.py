@@ -31,6 +31,11 @@ def get_config():
     config.diffusion.schedule = "linear"    # or "cosine"
     config.diffusion.loss = "simple"        # "simple" (L_simple) or "vb" (L_vb)
     config.diffusion.continuous_time = False  # L_simple on beta_bar ~ U(0, 1/2) (PPGN only)
+    # The prior A_T ~ ER(rho): "uniform" (rho = 1/2, the paper's bit flips) or "marginal"
+    # (rho = the training split's edge density; every entry is kept with probability
+    # 1 - 2 beta_bar_t, else redrawn from Bernoulli(rho)). prior_density 0: set from data.
+    config.diffusion.prior = "uniform"
+    config.diffusion.prior_density = 0.0
     # The Gaussian baseline's own keys (used only with kind="gaussian"; see docs/gaussian.md):
     # its alpha_bar schedule ("cosine" for any T, or DDPM's "linear", T >= 21), the sampler's
     # eta (1: ancestral DDPM steps, 0: deterministic DDIM) and clipping of the x0 estimate.

@@ -33,7 +33,7 @@ from ddgjax import checkpoints, input_pipeline
 from ddgjax.configuration import validate_config
 from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
-from ddgjax.processes import NoiseProcess, process_from_config
+from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
 from ddgjax.workdir import write_run_record
 
@@ -187,9 +187,10 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     """
     validate_config(config)
     model = model_from_config(config)
-    process = process_from_config(config)
     is_main = jax.process_index() == 0
     ds, data, max_nodes = input_pipeline.load_training_data(config)
+    config = fit_to_data(config, data.adj, data.node_mask)  # recorded in config.json
+    process = process_from_config(config)
     os.makedirs(workdir, exist_ok=True)
     num_graphs = data.adj.shape[0]
 

@@ -506,3 +506,123 @@ def test_final_pass_calls_the_model_at_noise_level_zero():
     np.testing.assert_array_equal(np.asarray(out), complement)
     np.testing.assert_array_equal(np.asarray(chain[-1]), complement)
     assert chain.shape == (5, B, N, N)
+
+
+# ----------------------------------------------------------------------------
+# The marginal prior: A_T ~ ER(rho), entries kept with probability 1 - 2 beta_bar
+
+
+RHO = 0.15
+
+
+def marginal_kernel(keep, rho):
+    """Float64 2x2 transition matrix ``Q[a, b] = q(next = b | now = a)``: keep the state
+    with probability ``keep``, else redraw it from Bernoulli(rho)."""
+    m = np.array([1.0 - rho, rho])
+    return keep * np.eye(2) + (1.0 - keep) * np.ones((2, 1)) * m[None, :]
+
+
+def brute_force_marginal_posterior(a_t, a0, bb_t, bb_prev, rho):
+    alpha_t, alpha_prev = 1 - 2 * bb_t, 1 - 2 * bb_prev
+    Q_step = marginal_kernel(alpha_t / alpha_prev, rho)
+    Q_prev, Q_t = marginal_kernel(alpha_prev, rho), marginal_kernel(alpha_t, rho)
+    np.testing.assert_allclose(Q_prev @ Q_step, Q_t, atol=1e-14)  # the kernels compose
+    return np.array([Q_step[k, a_t] * Q_prev[a0, k] for k in (0, 1)]) / Q_t[a0, a_t]
+
+
+@pytest.mark.parametrize("rho", [RHO, 0.5, 0.8])
+def test_marginal_posterior_matches_bayes_float64(rho):
+    s = make_schedule("linear", T)
+    with jax.enable_x64(True):
+        for t, a_t, a0 in itertools.product(range(1, T + 1), (0, 1), (0, 1)):
+            bt, bp = s.beta_bar64[t], s.beta_bar64[t - 1]
+            ref = brute_force_marginal_posterior(a_t, a0, bt, bp, rho)
+            got = bitflip.q_posterior_probs(jnp.float64(a_t), jnp.float64(a0), jnp.float64(bt),
+                                            jnp.float64(bp), rho + 0.0)
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
+            if rho == 0.5:  # the general formula is the paper's posterior at rho = 1/2
+                np.testing.assert_allclose(ref, brute_force_posterior(a_t, a0, bt, bp),
+                                           rtol=1e-12)
+            logit = 0.7
+            pi1 = 1 / (1 + np.exp(-logit))
+            p_ref = (brute_force_marginal_posterior(a_t, 1, bt, bp, rho) * pi1
+                     + brute_force_marginal_posterior(a_t, 0, bt, bp, rho) * (1 - pi1))
+            p_got = bitflip.p_prev_probs(jnp.float64(logit), jnp.float64(a_t), jnp.float64(bt),
+                                         jnp.float64(bp), rho)
+            np.testing.assert_allclose(p_got, p_ref, rtol=1e-12)
+
+
+def test_marginal_forward_process_rates_and_prior():
+    s = make_schedule("linear", T)
+    adj0, mask = batch(13, BIG_COUNTS, BIG_N)
+    pm = np.asarray(pair_mask(mask))
+    a0 = np.asarray(adj0)[pm]
+    for t in (2, 5, T):
+        alpha = 1 - 2 * s.beta_bar64[t]
+        a_t = np.asarray(bitflip.q_sample(jax.random.key(t), adj0, mask,
+                                          jnp.full((1,), s.beta_bar[t]), RHO))
+        _check_valid(a_t, BIG_COUNTS)
+        for value, expected in ((1, alpha + (1 - alpha) * RHO), (0, (1 - alpha) * RHO)):
+            ones = a_t[pm][a0 == value]
+            se = np.sqrt(expected * (1 - expected) / ones.size) + 1e-12
+            assert abs(ones.mean() - expected) < 4 * se, (t, value, ones.mean(), expected)
+    prior = np.asarray(bitflip.sample_prior(jax.random.key(0), mask, RHO))[pm]
+    assert abs(prior.mean() - RHO) < 4 * np.sqrt(RHO * (1 - RHO) / prior.size)
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_marginal_prior_perfect_denoiser_and_one_step_marginal(algorithm):
+    s = make_schedule("linear", T)
+    adj0, mask = batch(13, BIG_COUNTS, BIG_N)
+    out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(2), mask, s, algorithm,
+                                rho=RHO)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
+    pm = np.asarray(pair_mask(mask))
+    a0 = np.asarray(adj0)[pm]
+    for k, (t, r) in enumerate([(T, T - 1), (5, 2)]):
+        kt, ks = jax.random.split(jax.random.key(70 + k))
+        adj_t = bitflip.q_sample(kt, adj0, mask, jnp.full((1,), s.beta_bar[t]), RHO)
+        adj_s = np.asarray(bitflip.reverse_step(perfect_denoiser(adj0), ks, adj_t, mask, t,
+                                                s.beta_bar[t], s.beta_bar[r], algorithm,
+                                                rho=RHO))[pm]
+        alpha = 1 - 2 * s.beta_bar64[r]
+        for value, expected in ((1, alpha + (1 - alpha) * RHO), (0, (1 - alpha) * RHO)):
+            got = adj_s[a0 == value]
+            se = np.sqrt(expected * (1 - expected) / got.size)
+            assert abs(got.mean() - expected) < 4 * se, (algorithm, t, r, value)
+
+
+def test_marginal_vb_terms_vanish_for_true_x0():
+    s = make_schedule("linear", T)
+    adj0, mask = batch(3, [12, 10, 7, 4])
+    logits = (2.0 * adj0 - 1.0) * 1e4
+    for t in range(2, T + 1):
+        adj_t = bitflip.q_sample(jax.random.key(t), adj0, mask, jnp.full((B,), s.beta_bar[t]),
+                                 RHO)
+        terms = bitflip.vb_terms(logits, adj0, adj_t, jnp.full((B,), t), jnp.full((B,),
+                                 s.beta_bar[t]), jnp.full((B,), s.beta_bar[t - 1]), RHO)
+        assert float(jnp.abs(jnp.where(pair_mask(mask), terms, 0.0)).max()) < 1e-5
+
+
+def test_fit_to_data_sets_the_density_of_the_marginal_prior():
+    from configs import test as test_config
+    from ddgjax.processes import fit_to_data, process_from_config
+
+    adj0, mask = batch(3, [12, 10, 7, 4])
+    cfg = test_config.get_config()
+    assert fit_to_data(cfg, adj0, mask) is cfg  # uniform prior: nothing to fit
+    assert process_from_config(cfg).prior_density == 0.5
+    cfg.diffusion.prior = "marginal"
+    with pytest.raises(ValueError, match="config.diffusion.prior_density"):
+        process_from_config(cfg)
+    fitted = fit_to_data(cfg, np.asarray(adj0), np.asarray(mask))
+    pm = np.asarray(pair_mask(mask))
+    expected = np.asarray(adj0)[pm].mean()
+    assert fitted.diffusion.prior_density == pytest.approx(expected)
+    assert cfg.diffusion.prior_density == 0.0  # the caller's config is left alone
+    assert process_from_config(fitted).prior_density == pytest.approx(expected)
+    cfg.diffusion.prior = "sparse"
+    with pytest.raises(ValueError, match="config.diffusion.prior: expected one of"):
+        process_from_config(cfg)
+    with pytest.raises(ValueError, match="prior_density: expected a value in"):
+        BitFlipProcess(prior_density=1.0)

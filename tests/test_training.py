@@ -168,3 +168,16 @@ def test_four_devices_match_one_device(loss):
     np.testing.assert_allclose(out[1][1], out[4][1], rtol=2e-5)
     for a, b in zip(out[1][0], out[4][0]):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+
+
+def test_marginal_prior_density_is_fitted_and_recorded(tmp_path):
+    from ddgjax.sampling import load_run
+
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 1
+    cfg.diffusion.prior = "marginal"
+    training.train(cfg, str(tmp_path / "m"), verbose=False)
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["diffusion"]
+    assert 0.05 < saved["prior_density"] < 0.6  # Community-small's edge density
+    assert cfg.diffusion.prior_density == 0.0
+    assert load_run(str(tmp_path / "m")).process.prior_density == saved["prior_density"]

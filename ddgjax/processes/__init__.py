@@ -22,11 +22,22 @@ from ddgjax.processes.base import DenoiseFn, LossOutput, NoiseProcess, Sampler
 from ddgjax.processes.bitflip import BitFlipProcess
 from ddgjax.processes.gaussian import GaussianProcess
 
-# config.diffusion.kind -> builder of the process from the whole config
+# config.diffusion.kind -> the module of that process: from_config(config) builds it,
+# fit_to_data(config, adj, node_mask) fills in config values that come from the data.
 REGISTRY = {
-    "discrete": bitflip.from_config,
-    "gaussian": gaussian.from_config,
+    "discrete": bitflip,
+    "gaussian": gaussian,
 }
+
+
+def _process_module(config):
+    """The module of the process ``config.diffusion.kind`` names (``"discrete"`` if absent);
+    the one place that reads the kind."""
+    kind = config.diffusion.get("kind", "discrete")
+    if kind not in REGISTRY:
+        raise ValueError(f"config.diffusion.kind: expected one of {sorted(REGISTRY)}, "
+                         f"got {kind!r}")
+    return REGISTRY[kind]
 
 
 def process_from_config(config) -> NoiseProcess:
@@ -35,12 +46,15 @@ def process_from_config(config) -> NoiseProcess:
     Raises ValueError naming the config field for an unknown kind or a value the
     process cannot use.
     """
-    kind = config.diffusion.get("kind", "discrete")
-    if kind not in REGISTRY:
-        raise ValueError(f"config.diffusion.kind: expected one of {sorted(REGISTRY)}, "
-                         f"got {kind!r}")
-    return REGISTRY[kind](config)
+    return _process_module(config).from_config(config)
+
+
+def fit_to_data(config, adj, node_mask):
+    """``config`` with the process's data-dependent values set from the padded training
+    split ``adj [G, N, N]``, ``node_mask [G, N]`` (e.g. the marginal prior's edge
+    density); values already set are kept. Returns ``config`` itself if nothing changes."""
+    return _process_module(config).fit_to_data(config, adj, node_mask)
 
 
 __all__ = ["BitFlipProcess", "DenoiseFn", "GaussianProcess", "LossOutput", "NoiseProcess",
-           "REGISTRY", "Sampler", "process_from_config"]
+           "REGISTRY", "Sampler", "fit_to_data", "process_from_config"]

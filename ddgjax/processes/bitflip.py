@@ -69,50 +69,79 @@ def flip_upper(key: jax.Array, adj: jax.Array, flip_prob: jax.Array, node_mask: 
     return upper + jnp.swapaxes(upper, -1, -2)
 
 
-def q_sample(key: jax.Array, adj0: jax.Array, node_mask: jax.Array, beta_bar_t: jax.Array) -> jax.Array:
-    """Draw ``A_t ~ q(A_t | A_0)``: flip every real pair with probability ``beta_bar_t``.
+def q_sample(key: jax.Array, adj0: jax.Array, node_mask: jax.Array, beta_bar_t: jax.Array,
+             rho: float = 0.5) -> jax.Array:
+    """Draw ``A_t ~ q(A_t | A_0)``.
+
+    With the uniform prior (``rho = 1/2``, the paper's) every real pair flips with
+    probability ``beta_bar_t``. With an edge density ``rho`` (the marginal prior)
+    ``q(a_t = 1 | a_0) = alpha_t a_0 + (1 - alpha_t) rho``, ``alpha_t = 1 - 2 beta_bar_t``:
+    the state is kept with probability ``alpha_t`` and otherwise redrawn from
+    Bernoulli(rho), so ``A_T`` is Erdős–Rényi(rho). docs/method.md, "Forward process".
 
     Args: key: one key or ``[B]`` keys; adj0 ``[B,N,N]``; node_mask ``[B,N]``;
       beta_bar_t ``[B]``. Returns ``[B,N,N]``.
     """
-    return flip_upper(key, adj0, beta_bar_t, node_mask)
+    if rho == 0.5:
+        return flip_upper(key, adj0, beta_bar_t, node_mask)
+    return symmetric_upper_bernoulli(
+        key, q_marginal_prob1(adj0, broadcast_per_graph(beta_bar_t), rho), node_mask)
 
 
-def q_marginal_prob1(a0_prob1: jax.Array, beta_bar_t: jax.Array) -> jax.Array:
-    """``q(a_t = 1 | a_0)`` for soft ``a_0`` (probability of 1): ``p(1-bb) + (1-p) bb``.
+def q_marginal_prob1(a0_prob1: jax.Array, beta_bar_t: jax.Array, rho: float = 0.5) -> jax.Array:
+    """``q(a_t = 1 | a_0)`` for soft ``a_0`` (probability of 1):
+    ``alpha a_0 + (1 - alpha) rho`` with ``alpha = 1 - 2 bb``; ``p(1-bb) + (1-p) bb`` at
+    ``rho = 1/2``.
 
     Shapes broadcast: a0_prob1 ``[..., N, N]``, beta_bar_t ``[..., 1, 1]``.
     """
-    return a0_prob1 * (1.0 - beta_bar_t) + (1.0 - a0_prob1) * beta_bar_t
+    if rho == 0.5:
+        return a0_prob1 * (1.0 - beta_bar_t) + (1.0 - a0_prob1) * beta_bar_t
+    alpha = 1.0 - 2.0 * beta_bar_t
+    return alpha * a0_prob1 + (1.0 - alpha) * rho
 
 
-def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev):
+def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev, rho: float = 0.5):
     """``q(a_{t-1} | a_t, a_0)`` for hard 0/1 ``a_t`` and ``a_0``, by Bayes' rule.
 
     q(a_{t-1}=1 | a_t, a_0) = q(a_t | a_{t-1}=1) q(a_{t-1}=1 | a_0) / q(a_t | a_0),
     which reproduces the four cases of the paper's appendix (docs/method.md, "Posterior").
+    With the marginal prior (``rho != 1/2``) the step kernel keeps the state with
+    probability ``alpha_t / alpha_{t-1}`` and otherwise redraws it from Bernoulli(rho).
 
     Args:
       adj_t, a0: ``[..., N, N]`` 0/1 entries.
       beta_bar_t, beta_bar_prev: broadcastable noise levels (``[..., 1, 1]``),
         ``beta_bar_prev < beta_bar_t``.
+      rho: the prior's edge probability (1/2: the paper's uniform prior).
     Returns:
       ``(prob0, prob1)``, each ``[..., N, N]``, computed separately so neither
       loses precision to ``1 - x``; they sum to 1.
     """
-    beta = (beta_bar_t - beta_bar_prev) / (1.0 - 2.0 * beta_bar_prev)
-    # q(a_t | a_{t-1} = k) for k = 1, 0
-    lik1 = jnp.where(adj_t > 0.5, 1.0 - beta, beta)
-    lik0 = jnp.where(adj_t > 0.5, beta, 1.0 - beta)
-    # q(a_{t-1} = k | a_0)
-    prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_prev, beta_bar_prev)
-    prior0 = jnp.where(a0 > 0.5, beta_bar_prev, 1.0 - beta_bar_prev)
+    if rho == 0.5:
+        beta = (beta_bar_t - beta_bar_prev) / (1.0 - 2.0 * beta_bar_prev)
+        # q(a_t | a_{t-1} = k) for k = 1, 0
+        lik1 = jnp.where(adj_t > 0.5, 1.0 - beta, beta)
+        lik0 = jnp.where(adj_t > 0.5, beta, 1.0 - beta)
+        # q(a_{t-1} = k | a_0)
+        prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_prev, beta_bar_prev)
+        prior0 = jnp.where(a0 > 0.5, beta_bar_prev, 1.0 - beta_bar_prev)
+    else:
+        alpha_prev = 1.0 - 2.0 * beta_bar_prev
+        keep = (1.0 - 2.0 * beta_bar_t) / alpha_prev          # alpha_{t|t-1}
+        # q(a_t | a_{t-1} = k): kept, or redrawn as a_t ~ Bernoulli(rho)
+        redraw_t = jnp.where(adj_t > 0.5, rho, 1.0 - rho) * (1.0 - keep)
+        lik1 = jnp.where(adj_t > 0.5, keep, 0.0) + redraw_t
+        lik0 = jnp.where(adj_t > 0.5, 0.0, keep) + redraw_t
+        # q(a_{t-1} = k | a_0)
+        prior1 = jnp.where(a0 > 0.5, alpha_prev, 0.0) + (1.0 - alpha_prev) * rho
+        prior0 = jnp.where(a0 > 0.5, 0.0, alpha_prev) + (1.0 - alpha_prev) * (1.0 - rho)
     num1, num0 = lik1 * prior1, lik0 * prior0
     denom = num1 + num0  # = q(a_t | a_0) > 0 for beta_bar_t > 0
     return num0 / denom, num1 / denom
 
 
-def p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev):
+def p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5):
     """``p_theta(a_{t-1} | A_t) = sum_a q(a_{t-1} | a_t, a_0=a) p_theta(a_0=a | A_t)``.
 
     Args:
@@ -122,8 +151,10 @@ def p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev):
     """
     p1 = jax.nn.sigmoid(logits)
     p0 = jax.nn.sigmoid(-logits)
-    q0_given1, q1_given1 = q_posterior_probs(adj_t, jnp.ones_like(adj_t), beta_bar_t, beta_bar_prev)
-    q0_given0, q1_given0 = q_posterior_probs(adj_t, jnp.zeros_like(adj_t), beta_bar_t, beta_bar_prev)
+    q0_given1, q1_given1 = q_posterior_probs(adj_t, jnp.ones_like(adj_t), beta_bar_t,
+                                             beta_bar_prev, rho)
+    q0_given0, q1_given0 = q_posterior_probs(adj_t, jnp.zeros_like(adj_t), beta_bar_t,
+                                             beta_bar_prev, rho)
     return q0_given1 * p1 + q0_given0 * p0, q1_given1 * p1 + q1_given0 * p0
 
 
@@ -138,7 +169,7 @@ def binary_nll(logits, target):
     return jnp.logaddexp(0.0, logits) - target * logits
 
 
-def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev):
+def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev, rho: float = 0.5):
     """Per-entry L_vb terms: KL(q(a_{t-1}|a_t,a_0) || p_theta(a_{t-1}|A_t)) for t >= 2,
     and the reconstruction ``-log p_theta(a_0 | A_1)`` for t = 1.
 
@@ -148,8 +179,8 @@ def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev):
     Returns: ``[B, N, N]`` per-entry terms (unmasked).
     """
     bt, bp = broadcast_per_graph(beta_bar_t), broadcast_per_graph(beta_bar_prev)
-    q0, q1 = q_posterior_probs(adj_t, adj0, bt, bp)
-    p0, p1 = p_prev_probs(logits, adj_t, bt, bp)
+    q0, q1 = q_posterior_probs(adj_t, adj0, bt, bp, rho)
+    p0, p1 = p_prev_probs(logits, adj_t, bt, bp, rho)
     kl = binary_kl(q0, q1, p0, p1)
     nll = binary_nll(logits, adj0)
     return jnp.where(broadcast_per_graph(t_index) == 1, nll, kl)
@@ -162,7 +193,7 @@ def simple_weight(beta_bar_t, num_timesteps: int):
 
 def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, loss_type: str = "simple",
-                  continuous_time: bool = False) -> LossOutput:
+                  continuous_time: bool = False, rho: float = 0.5) -> LossOutput:
     """One Monte-Carlo estimate of L_simple or L_vb on a batch.
 
     ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
@@ -194,12 +225,12 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     else:
         t_index = uniform_timestep(u_t, T)
         bb_t, bb_prev = bb_table[t_index], bb_table[t_index - 1]
-    adj_t = q_sample(key_noise, adj0, node_mask, bb_t)
+    adj_t = q_sample(key_noise, adj0, node_mask, bb_t, rho)
     logits = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
     if loss_type == "simple":
         terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
     else:
-        terms = vb_terms(logits, adj0, adj_t, t_index, bb_t, bb_prev)
+        terms = vb_terms(logits, adj0, adj_t, t_index, bb_t, bb_prev, rho)
     return pair_mean_loss(terms, node_mask, t_index)
 
 
@@ -209,7 +240,7 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
 
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
                  t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
-                 algorithm: int, argmax: bool = False) -> jax.Array:
+                 algorithm: int, argmax: bool = False, rho: float = 0.5) -> jax.Array:
     """One reverse step from level t to level t_prev (all graphs of the batch share them).
 
     Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
@@ -227,17 +258,18 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
-        _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp))
+        _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp),
+                             rho)
         return draw_upper(k1, p1, node_mask, argmax)
     if algorithm == 2:
         x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
-        return flip_upper(k2, x0, bp, node_mask)
+        return q_sample(k2, x0, node_mask, bp, rho)
     raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
 
 
-def sample_prior(key: jax.Array, node_mask: jax.Array) -> jax.Array:
-    """``A_T``: Erdős–Rényi(1/2) on each graph's real pairs. ``[B,N]`` -> ``[B,N,N]``."""
-    return symmetric_upper_bernoulli(key, jnp.full(node_mask.shape + node_mask.shape[-1:], 0.5),
+def sample_prior(key: jax.Array, node_mask: jax.Array, rho: float = 0.5) -> jax.Array:
+    """``A_T``: Erdős–Rényi(rho) on each graph's real pairs. ``[B,N]`` -> ``[B,N,N]``."""
+    return symmetric_upper_bernoulli(key, jnp.full(node_mask.shape + node_mask.shape[-1:], rho),
                                      node_mask)
 
 
@@ -306,7 +338,7 @@ def draw_upper(key: jax.Array, prob1: jax.Array, node_mask: jax.Array, argmax: b
 def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
                   return_chain: bool = False, grid: str = "trained",
-                  argmax_last: bool = False, final_pass: bool = False):
+                  argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5):
     """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
 
     Args:
@@ -320,6 +352,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
         a draw.
       final_pass: after level 0, call the model once more at ``noise_level = 0`` on
         the result and draw ``A_0`` from its prediction (the mode with ``argmax_last``).
+      rho: the prior's edge probability (``q_sample``).
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -332,12 +365,12 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     n_scan = K - 1 if argmax_last else K
     xs = (jnp.arange(K, dtype=jnp.int32), jnp.asarray(t_lv[:-1], jnp.int32),
           jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
-    adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask)
+    adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask, rho)
 
     def body(adj, x):
         i, t, b_now, b_prev = x
         new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
-                           b_prev, algorithm)
+                           b_prev, algorithm, rho=rho)
         return new, (new if return_chain else None)
 
     adj0, chain = jax.lax.scan(body, adj_T, jax.tree_util.tree_map(lambda a: a[:n_scan], xs))
@@ -345,7 +378,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     if argmax_last:  # the step to level 0, taking the mode
         i, t, b_now, b_prev = (a[K - 1] for a in xs)
         adj0 = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj0, node_mask, t, b_now,
-                            b_prev, algorithm, argmax=True)
+                            b_prev, algorithm, argmax=True, rho=rho)
         steps.append(adj0[None])
     if final_pass:
         adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask, argmax_last)
@@ -363,7 +396,7 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
-    are ``sample_graphs``'s ``grid``, ``argmax_last`` and ``final_pass``.
+    are ``sample_graphs``'s ``grid``, ``argmax_last``, ``final_pass`` and ``rho``.
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -396,7 +429,7 @@ class BitFlipSampler(Sampler):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
                                      self.algorithm, self.num_steps, self.return_chain,
                                      grid=self.grid, argmax_last=self.argmax_last,
-                                     final_pass=self.final_pass)
+                                     final_pass=self.final_pass, rho=self.process.prior_density)
 
     @property
     def info(self) -> dict:
@@ -418,6 +451,8 @@ class BitFlipProcess(NoiseProcess):
       grid, argmax_last, final_pass: the sampler's defaults for the visited levels
         (``sampling_grid``; off the trained grid needs ``continuous_time``), the mode
         at the last step and the corrector pass at ``beta_bar = 0`` (``sample_graphs``).
+      prior_density: ``rho``, the edge probability of the prior ``A_T ~ ER(rho)``; 1/2
+        is the paper's uniform prior, the training split's density the marginal prior.
     """
 
     schedule_name: str = "linear"
@@ -428,6 +463,7 @@ class BitFlipProcess(NoiseProcess):
     grid: str = "trained"
     argmax_last: bool = False
     final_pass: bool = False
+    prior_density: float = 0.5
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass")
@@ -446,6 +482,9 @@ class BitFlipProcess(NoiseProcess):
                              f"{self.schedule_name!r}; expected one of {SCHEDULES}")
         make_schedule(self.schedule_name, self.num_timesteps)  # validates T
         self._check_grid(self.grid)
+        if not 0.0 < self.prior_density < 1.0:
+            raise ValueError(f"config.diffusion.prior_density: expected a value in (0, 1), got "
+                             f"{self.prior_density} (0 means: set from the training data)")
 
     def _check_grid(self, grid: str) -> None:
         if parse_grid(grid)[0] != "trained" and not self.continuous_time:
@@ -460,7 +499,7 @@ class BitFlipProcess(NoiseProcess):
     def loss(self, denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
              node_mask: jax.Array) -> LossOutput:
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
-                             self.continuous_time)
+                             self.continuous_time, self.prior_density)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
@@ -498,4 +537,38 @@ def from_config(config) -> BitFlipProcess:
                           loss_type=d.loss, continuous_time=bool(d.get("continuous_time", False)),
                           algorithm=algorithm, grid=str(s.get("grid", "trained")),
                           argmax_last=bool(s.get("argmax_last", False)),
-                          final_pass=bool(s.get("final_pass", False)))
+                          final_pass=bool(s.get("final_pass", False)),
+                          prior_density=prior_density(d))
+
+
+PRIORS = ("uniform", "marginal")
+
+
+def prior_density(diffusion_cfg) -> float:
+    """``rho`` of ``config.diffusion``: 1/2 for the uniform prior, ``prior_density`` for
+    the marginal one (ValueError if unknown or not yet set from the data)."""
+    prior = diffusion_cfg.get("prior", "uniform")
+    if prior not in PRIORS:
+        raise ValueError(f"config.diffusion.prior: expected one of {PRIORS}, got {prior!r}")
+    if prior == "uniform":
+        return 0.5
+    rho = float(diffusion_cfg.get("prior_density", 0.0))
+    if rho == 0.0:
+        raise ValueError("config.diffusion.prior_density: the marginal prior needs the edge "
+                         "density; training sets it from the training split "
+                         "(ddgjax.processes.fit_to_data)")
+    return rho
+
+
+def fit_to_data(config, adj: np.ndarray, node_mask: np.ndarray):
+    """``config`` with ``diffusion.prior_density`` set to the edge density of the real
+    strict-upper pairs of ``adj [G, N, N]`` where the marginal prior asks for it (else
+    ``config`` itself)."""
+    d = config.diffusion
+    if d.get("prior", "uniform") != "marginal" or float(d.get("prior_density", 0.0)) != 0.0:
+        return config
+    pairs = pair_mask(np.asarray(node_mask))
+    density = float(np.asarray(adj)[pairs].sum() / max(pairs.sum(), 1))
+    config = config.copy_and_resolve_references()
+    config.diffusion.prior_density = density
+    return config

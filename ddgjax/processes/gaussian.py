@@ -382,3 +382,9 @@ def from_config(config) -> GaussianProcess:
     return GaussianProcess(schedule_name=opts["schedule"],
                            num_timesteps=int(config.diffusion.num_timesteps),
                            eta=float(opts["eta"]), clip_x0=bool(opts["clip_x0"]))
+
+
+def fit_to_data(config, adj, node_mask):
+    """The Gaussian process takes nothing from the data: ``config`` unchanged."""
+    del adj, node_mask
+    return config

@@ -1,0 +1,201 @@
+"""Planar-60 levers (issue 10): train variants side by side on one GPU, then sweep
+sampler settings on each, scoring MMDs (paper protocol, against the test split)
+and validity (connected and planar), uniqueness and novelty.
+
+    # phase 1: train the variants in parallel, stop them at a deadline, pack each workdir
+    python benchmarks/planar_levers.py train --out OUT --runs runs/levers --deadline 480
+    # phase 2: unpack, sample every (run, sampler setting), evaluate, write OUT/levers.json
+    python benchmarks/planar_levers.py sample --out OUT --runs runs/levers --num_samples 512
+
+A run that the deadline stops samples from its ``latest`` checkpoint; the JSON
+records the epochs it reached. Workdirs travel between the phases as
+``OUT/<run>.tar.gz`` (the device machine gives back only a few flat files).
+Variants and sampler settings are the lists below; docs/RESULTS.md keeps the
+table of every lever tried.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+# name -> train.py overrides on top of configs/paper.py:planar_60,ppgn,simple
+RECIPE = ["--config.diffusion.continuous_time=True", "--config.diffusion.num_timesteps=128",
+          "--config.train.batch_size=32", "--config.train.num_epochs=2500",
+          "--config.train.ema_decay=0.999", "--config.model.compute_dtype=bfloat16"]
+VARIANTS = {
+    "ct_uniform": RECIPE,
+    "ct_marginal": RECIPE + ["--config.diffusion.prior=marginal"],
+    "ct_marginal_seed1": RECIPE + ["--config.diffusion.prior=marginal", "--config.train.seed=1"],
+}
+# name -> (num_steps, use_ema, sampler options)
+SAMPLERS = {
+    "alg1_32": (32, True, {"algorithm": 1}),
+    "alg2_32": (32, True, {"algorithm": 2}),
+    "alg1_32_raw": (32, False, {"algorithm": 1}),
+    "alg1_32_argmax": (32, True, {"algorithm": 1, "argmax_last": True}),
+    "alg1_32_pow2": (32, True, {"algorithm": 1, "grid": "power:2"}),
+    "alg1_32_pow2_argmax": (32, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
+    "alg1_32_final": (32, True, {"algorithm": 1, "final_pass": True}),
+    "alg1_64_pow2_argmax": (64, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
+}
+
+
+def pack_for_sampling(workdir: str, tar_path: str) -> None:
+    """``tar_path``: the run's record and its ``latest`` parameters and EMA parameters
+    only (no optimizer state, no ``best``), about a quarter of the workdir."""
+    import numpy as np
+
+    from ddgjax import checkpoints
+    from ddgjax.sampling import load_run
+
+    name = os.path.basename(workdir.rstrip("/"))
+    slim = workdir.rstrip("/") + "_slim"
+    os.makedirs(slim, exist_ok=True)
+    for f in ("config.json", "dataset.json", "metrics.jsonl"):
+        with open(os.path.join(workdir, f)) as src, open(os.path.join(slim, f), "w") as dst:
+            dst.write(src.read())
+    raw, ema = load_run(workdir, "latest", use_ema=False), load_run(workdir, "latest", use_ema=True)
+    state = {"step": np.asarray(raw.meta["step"]), "params": raw.params,
+             "ema_params": ema.params, "opt_state": np.zeros(())}
+    checkpoints.save(slim, "latest", int(raw.meta["step"]), state, raw.meta)
+    with tarfile.open(tar_path, "w:gz") as tar:
+        tar.add(slim, arcname=name)
+
+
+def train_phase(args) -> None:
+    os.makedirs(args.runs, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
+    procs = {}
+    for name in args.variants.split(","):
+        cmd = [sys.executable, os.path.join(REPO, "train.py"),
+               "--config", os.path.join(REPO, "configs/paper.py") + ":planar_60,ppgn,simple",
+               f"--workdir={os.path.join(args.runs, name)}", "--quiet",
+               f"--config.data.source={args.data}", *VARIANTS[name], *args.extra.split()]
+        log = open(os.path.join(args.out, f"train_{name}.log"), "w")
+        procs[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log)
+    t0 = time.time()
+    while time.time() - t0 < args.deadline and any(p.poll() is None for p, _ in procs.values()):
+        time.sleep(5)
+    summary = {}
+    for name, (p, log) in procs.items():
+        stopped = p.poll() is None
+        if stopped:  # the deadline: the latest checkpoint is what we sample from
+            p.terminate()
+            p.wait(timeout=60)
+        log.close()
+        metrics = [json.loads(l) for l in open(os.path.join(args.runs, name, "metrics.jsonl"))]
+        epochs = [m["epoch"] for m in metrics if "epoch" in m and "loss" in m]
+        summary[name] = {"overrides": VARIANTS[name], "stopped_by_deadline": stopped,
+                         "returncode": p.returncode, "last_logged_epoch": max(epochs, default=0),
+                         "seconds": time.time() - t0}
+        pack_for_sampling(os.path.join(args.runs, name), os.path.join(args.out,
+                                                                      f"{name}.tar.gz"))
+    with open(os.path.join(args.out, "train_summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    print(json.dumps(summary, indent=2))
+
+
+def sample_one_run(args, name: str) -> dict:
+    """Every sampler setting on one run; returns {setting: metrics}."""
+    import networkx as nx  # noqa: F401  (graphs come back as networkx)
+
+    from ddgjax.data import load_dataset
+    from ddgjax.metrics import evaluate_generated
+    from ddgjax.metrics.validity import vun_metrics
+    from ddgjax.sampling import generate, load_run
+
+    wd = os.path.join(args.runs, name)
+    ckpt = "latest"
+    ds = None
+    out = {}
+    for setting in args.samplers.split(","):
+        steps, use_ema, options = SAMPLERS[setting]
+        run = load_run(wd, ckpt, use_ema=use_ema)
+        if ds is None:
+            ds = load_dataset(run.config.data.source)
+        t0 = time.time()
+        res = generate(run, args.num_samples, seed=args.seed, batch_size=args.num_samples,
+                       num_steps=steps, **options)
+        ev = evaluate_generated(res["graphs"], ds.test, protocol="paper", train=ds.train)
+        vun = vun_metrics(res["graphs"], ds.train, "planar")
+        out[setting] = {"num_steps": steps, "ema": use_ema, "options": options,
+                        "checkpoint_epoch": run.meta.get("epoch"),
+                        "mmd": {k: ev[k] for k in ("degree", "clustering", "orbit", "avg")},
+                        "ratios": {k: ev.get(f"{k}_ratio") for k in ("degree", "clustering",
+                                                                     "orbit", "avg")},
+                        **{k: v for k, v in vun.items() if isinstance(v, (int, float))},
+                        "mean_edges": float(sum(g.number_of_edges() for g in res["graphs"])
+                                            / len(res["graphs"])),
+                        "sample_seconds": res["seconds"], "compile_seconds": res["compile_seconds"],
+                        "wall_seconds": time.time() - t0}
+        print(name, setting, json.dumps(out[setting]["mmd"]), out[setting].get("valid"),
+              flush=True)
+    return out
+
+
+def sample_phase(args) -> None:
+    os.makedirs(args.runs, exist_ok=True)
+    names = args.variants.split(",")
+    for name in names:
+        tar_path = os.path.join(args.tars or args.out, f"{name}.tar.gz")
+        if not os.path.isdir(os.path.join(args.runs, name)):
+            with tarfile.open(tar_path) as tar:
+                tar.extractall(args.runs)
+    if args.only_run:  # a worker: one run, results to its own file
+        res = sample_one_run(args, args.only_run)
+        with open(os.path.join(args.out, f"levers_{args.only_run}.json"), "w") as f:
+            json.dump(res, f, indent=2)
+        return
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
+    procs = [subprocess.Popen([sys.executable, __file__, "sample", "--out", args.out, "--runs",
+                               args.runs, "--variants", args.variants, "--only_run", n,
+                               "--num_samples", str(args.num_samples), "--seed", str(args.seed),
+                               "--samplers", args.samplers]
+                              + (["--tars", args.tars] if args.tars else []), env=env)
+             for n in names]
+    for p in procs:
+        p.wait()
+    merged = {}
+    for n in names:
+        path = os.path.join(args.out, f"levers_{n}.json")
+        if os.path.exists(path):
+            merged[n] = json.load(open(path))
+            os.remove(path)
+    meta = {"dataset": "planar_60 (160 train / 40 test)", "num_samples": args.num_samples,
+            "seed": args.seed, "protocol": "paper (MMD vs test split)", "checkpoint": "latest",
+            "validity": "connected and planar (networkx)"}
+    with open(os.path.join(args.out, "levers.json"), "w") as f:
+        json.dump({"meta": meta, "results": merged}, f, indent=2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("phase", choices=["train", "sample"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runs", required=True, help="directory of the workdirs")
+    ap.add_argument("--tars", default="", help="where the packed workdirs are (default --out)")
+    ap.add_argument("--data", default=os.path.join(os.environ.get("DDGJAX_DATA", "../shared/data"),
+                                                   "planar_60.json"))
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--deadline", type=float, default=480.0, help="seconds of training")
+    ap.add_argument("--num_samples", type=int, default=512)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only_run", default="")
+    ap.add_argument("--extra", default="", help="more train.py overrides for every variant "
+                    "(e.g. tiny sizes for a CPU smoke run)")
+    ap.add_argument("--samplers", default=",".join(SAMPLERS), help="sampler settings to sweep")
+    args = ap.parse_args()
+    train_phase(args) if args.phase == "train" else sample_phase(args)
+
+
+if __name__ == "__main__":
+    main()
