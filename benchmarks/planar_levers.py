@@ -34,6 +34,7 @@ VARIANTS = {
     "ct_uniform": RECIPE,
     "ct_marginal": RECIPE + ["--config.diffusion.prior=marginal"],
     "ct_marginal_seed1": RECIPE + ["--config.diffusion.prior=marginal", "--config.train.seed=1"],
+    "ct_marginal_5k": RECIPE + ["--config.diffusion.prior=marginal", "--config.train.num_epochs=5000"],
 }
 # name -> (num_steps, use_ema, sampler options)
 SAMPLERS = {
@@ -45,6 +46,15 @@ SAMPLERS = {
     "alg1_32_pow2_argmax": (32, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
     "alg1_32_final": (32, True, {"algorithm": 1, "final_pass": True}),
     "alg1_64_pow2_argmax": (64, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
+    # round 2
+    "alg2_32_pow2": (32, True, {"algorithm": 2, "grid": "power:2"}),
+    "alg1_32_pow3": (32, True, {"algorithm": 1, "grid": "power:3"}),
+    "alg1_32_pow3_argmax": (32, True, {"algorithm": 1, "grid": "power:3", "argmax_last": True}),
+    "alg1_32_pow2_argmax_final": (32, True, {"algorithm": 1, "grid": "power:2",
+                                             "argmax_last": True, "final_pass": True}),
+    "alg1_64_pow3_argmax": (64, True, {"algorithm": 1, "grid": "power:3", "argmax_last": True}),
+    "alg1_128_pow2_argmax": (128, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
+    "alg1_128_pow3_argmax": (128, True, {"algorithm": 1, "grid": "power:3", "argmax_last": True}),
 }
 
 
@@ -173,7 +183,7 @@ def sample_phase(args) -> None:
     meta = {"dataset": "planar_60 (160 train / 40 test)", "num_samples": args.num_samples,
             "seed": args.seed, "protocol": "paper (MMD vs test split)", "checkpoint": "latest",
             "validity": "connected and planar (networkx)"}
-    with open(os.path.join(args.out, "levers.json"), "w") as f:
+    with open(os.path.join(args.out, args.result_name), "w") as f:
         json.dump({"meta": meta, "results": merged}, f, indent=2)
 
 
@@ -190,6 +200,7 @@ def main() -> None:
     ap.add_argument("--num_samples", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only_run", default="")
+    ap.add_argument("--result_name", default="levers.json")
     ap.add_argument("--extra", default="", help="more train.py overrides for every variant "
                     "(e.g. tiny sizes for a CPU smoke run)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS), help="sampler settings to sweep")
