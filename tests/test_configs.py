@@ -145,3 +145,20 @@ def test_bad_specs(spec, bad):
 def test_missing_spec(spec):
     with pytest.raises(ValueError, match=r"needs an experiment: --config configs/paper.py:DATASET"):
         paper.get_config() if spec is None else paper.get_config(spec)
+
+
+def test_best_recipes():
+    from configs import best
+
+    cfg = best.get_config("planar_60")
+    assert cfg.data.source.endswith("planar_60.json")
+    assert (cfg.diffusion.continuous_time, cfg.diffusion.prior, cfg.diffusion.num_timesteps) == \
+        (True, "marginal", 128)
+    assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay) == (32, 5000, 0.999)
+    assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
+        (1, 32, "power:3", True)
+    p64 = best.get_config("spectre_planar_64")
+    assert p64.data.source.endswith("spectre_planar_64.json")
+    assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
+    with pytest.raises(ValueError, match="configs/best.py needs a dataset"):
+        best.get_config(None)
