@@ -626,3 +626,28 @@ def test_fit_to_data_sets_the_density_of_the_marginal_prior():
         process_from_config(cfg)
     with pytest.raises(ValueError, match="prior_density: expected a value in"):
         BitFlipProcess(prior_density=1.0)
+
+
+def test_hybrid_sampler_switches_to_algorithm_1_at_low_noise(monkeypatch):
+    """alg1_below: steps starting above the level use Algorithm 2, the rest Algorithm 1,
+    and a perfect denoiser still returns the graph exactly."""
+    adj0, mask = batch(11, [12, 9, 5, 0])
+    s = make_schedule("linear", T)
+    calls = []
+    real_step = bitflip.reverse_step
+
+    def spy(*args, **kwargs):
+        calls.append(args[7])  # the algorithm (static; the levels are traced inside scan)
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(bitflip, "reverse_step", spy)
+    out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(3), mask, s, 2, T,
+                                alg1_below=0.2, argmax_last=True)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
+    # traced once per scan segment plus the last step: algorithm 2 above 0.2, 1 from there
+    assert calls == [2, 1, 1], calls
+    t, bb = bitflip.sampling_grid(s, T)
+    assert int(np.sum(bb[:-1] > 0.2)) == 5  # steps from levels 8..4 (bb 0.5..0.25): algorithm 2
+    with pytest.raises(ValueError, match="alg1_below"):
+        BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.7)
+    assert BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.1).info["alg1_below"] == 0.1

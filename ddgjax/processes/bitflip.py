@@ -338,7 +338,8 @@ def draw_upper(key: jax.Array, prob1: jax.Array, node_mask: jax.Array, argmax: b
 def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
                   return_chain: bool = False, grid: str = "trained",
-                  argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5):
+                  argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
+                  alg1_below: float = 0.0):
     """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
 
     Args:
@@ -353,6 +354,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       final_pass: after level 0, call the model once more at ``noise_level = 0`` on
         the result and draw ``A_0`` from its prediction (the mode with ``argmax_last``).
       rho: the prior's edge probability (``q_sample``).
+      alg1_below: a hybrid sampler: the steps that start at ``beta_bar <= alg1_below``
+        use Algorithm 1, the others ``algorithm`` (0: off).
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -367,18 +370,28 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
           jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
     adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask, rho)
 
-    def body(adj, x):
-        i, t, b_now, b_prev = x
-        new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
-                           b_prev, algorithm, rho=rho)
-        return new, (new if return_chain else None)
+    # Steps that start above alg1_below use `algorithm`, the rest Algorithm 1 (host-side split).
+    n_first = K if alg1_below <= 0 else int(np.sum(bb[:-1] > alg1_below))
+    step_algorithm = lambda k: algorithm if k < n_first else 1
 
-    adj0, chain = jax.lax.scan(body, adj_T, jax.tree_util.tree_map(lambda a: a[:n_scan], xs))
-    steps = [chain] if return_chain else []
+    def body_for(alg):
+        def body(adj, x):
+            i, t, b_now, b_prev = x
+            new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
+                               b_prev, alg, rho=rho)
+            return new, (new if return_chain else None)
+        return body
+
+    adj0, steps = adj_T, []
+    for lo, hi in ((0, min(n_first, n_scan)), (n_first, n_scan)):
+        if hi > lo:
+            adj0, chain = jax.lax.scan(body_for(step_algorithm(lo)), adj0,
+                                       jax.tree_util.tree_map(lambda a: a[lo:hi], xs))
+            steps += [chain] if return_chain else []
     if argmax_last:  # the step to level 0, taking the mode
         i, t, b_now, b_prev = (a[K - 1] for a in xs)
         adj0 = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj0, node_mask, t, b_now,
-                            b_prev, algorithm, argmax=True, rho=rho)
+                            b_prev, step_algorithm(K - 1), argmax=True, rho=rho)
         steps.append(adj0[None])
     if final_pass:
         adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask, argmax_last)
@@ -396,7 +409,8 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
-    are ``sample_graphs``'s ``grid``, ``argmax_last``, ``final_pass`` and ``rho``.
+    are ``sample_graphs``'s ``grid``, ``argmax_last``, ``final_pass``, ``rho`` and
+    ``alg1_below``.
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -424,18 +438,21 @@ class BitFlipSampler(Sampler):
     grid: str = "trained"
     argmax_last: bool = False
     final_pass: bool = False
+    alg1_below: float = 0.0
 
     def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
                                      self.algorithm, self.num_steps, self.return_chain,
                                      grid=self.grid, argmax_last=self.argmax_last,
-                                     final_pass=self.final_pass, rho=self.process.prior_density)
+                                     final_pass=self.final_pass, rho=self.process.prior_density,
+                                     alg1_below=self.alg1_below)
 
     @property
     def info(self) -> dict:
         return {"process": self.process.name, "num_steps": self.num_steps,
                 "algorithm": self.algorithm, "grid": self.grid,
-                "argmax_last": self.argmax_last, "final_pass": self.final_pass}
+                "argmax_last": self.argmax_last, "final_pass": self.final_pass,
+                "alg1_below": self.alg1_below}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -466,7 +483,7 @@ class BitFlipProcess(NoiseProcess):
     prior_density: float = 0.5
 
     name = "discrete"
-    sampler_options = ("algorithm", "grid", "argmax_last", "final_pass")
+    sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below")
 
     def __post_init__(self):
         if self.loss_type not in LOSSES:
@@ -506,7 +523,7 @@ class BitFlipProcess(NoiseProcess):
         """A sampler over ``num_steps`` levels (None: T). ``options`` override the process's
         defaults: ``algorithm`` (1 or 2; None or 0: the default, as
         ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
-        ``final_pass``."""
+        ``final_pass``, ``alg1_below`` (a per-call option only)."""
         self.check_sampler_options(options)
         algorithm = options.get("algorithm") or self.algorithm
         if algorithm not in ALGORITHMS:
@@ -517,8 +534,11 @@ class BitFlipProcess(NoiseProcess):
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
         flag = lambda name: bool(getattr(self, name) if options.get(name) is None
                                  else options[name])
+        alg1_below = float(options.get("alg1_below") or 0.0)
+        if not 0.0 <= alg1_below <= 0.5:
+            raise ValueError(f"alg1_below: expected a noise level in [0, 1/2], got {alg1_below}")
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
-                              flag("argmax_last"), flag("final_pass"))
+                              flag("argmax_last"), flag("final_pass"), alg1_below)
 
 
 def default_algorithm(loss_type: str) -> int:
