@@ -55,6 +55,14 @@ SAMPLERS = {
     "alg1_64_pow3_argmax": (64, True, {"algorithm": 1, "grid": "power:3", "argmax_last": True}),
     "alg1_128_pow2_argmax": (128, True, {"algorithm": 1, "grid": "power:2", "argmax_last": True}),
     "alg1_128_pow3_argmax": (128, True, {"algorithm": 1, "grid": "power:3", "argmax_last": True}),
+    # round 4: Algorithm 2 above a noise level, Algorithm 1 below it
+    "alg2_32_pow3": (32, True, {"algorithm": 2, "grid": "power:3"}),
+    "alg2_64_pow3": (64, True, {"algorithm": 2, "grid": "power:3"}),
+    "hyb02_32_pow3": (32, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.2}),
+    "hyb01_32_pow3": (32, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.1}),
+    "hyb005_32_pow3": (32, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.05}),
+    "hyb01_64_pow3": (64, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.1}),
+    "hyb002_64_pow3": (64, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.02}),
 }
 
 
