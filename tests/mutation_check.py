@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 MUTANTS = {
     "alg2_renoise_with_beta_bar_t": (
         "ddgjax/processes/bitflip.py",
-        "return flip_upper(k2, x0, bp, node_mask)",
-        "return flip_upper(k2, x0, bt, node_mask)",
+        "return q_sample(k2, x0, node_mask, bp, rho)",
+        "return q_sample(k2, x0, node_mask, bt, rho)",
         ["tests/test_bitflip.py"]),
     "simple_weight_one_over_32": (
         "ddgjax/processes/bitflip.py",
