@@ -63,6 +63,12 @@ SAMPLERS = {
     "hyb005_32_pow3": (32, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.05}),
     "hyb01_64_pow3": (64, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.1}),
     "hyb002_64_pow3": (64, True, {"algorithm": 2, "grid": "power:3", "alg1_below": 0.02}),
+    # round 6: Algorithm 2 at 32 steps
+    "alg2_32_pow4_argmax": (32, True, {"algorithm": 2, "grid": "power:4", "argmax_last": True}),
+    "alg2_32_pow6": (32, True, {"algorithm": 2, "grid": "power:6"}),
+    "alg2_32_pow4_final": (32, True, {"algorithm": 2, "grid": "power:4", "final_pass": True}),
+    "alg2_32_pow4_raw": (32, False, {"algorithm": 2, "grid": "power:4"}),
+    "alg2_48_pow4": (48, True, {"algorithm": 2, "grid": "power:4"}),
 }
 
 
