@@ -78,7 +78,8 @@ def pack_for_sampling(workdir: str, tar_path: str) -> None:
     import numpy as np
 
     from ddgjax import checkpoints
-    from ddgjax.sampling import load_run
+    from ddgjax.models import abstract_params, model_from_config
+    from ddgjax.workdir import read_run_record
 
     name = os.path.basename(workdir.rstrip("/"))
     slim = workdir.rstrip("/") + "_slim"
@@ -86,10 +87,12 @@ def pack_for_sampling(workdir: str, tar_path: str) -> None:
     for f in ("config.json", "dataset.json", "metrics.jsonl"):
         with open(os.path.join(workdir, f)) as src, open(os.path.join(slim, f), "w") as dst:
             dst.write(src.read())
-    raw, ema = load_run(workdir, "latest", use_ema=False), load_run(workdir, "latest", use_ema=True)
-    state = {"step": np.asarray(raw.meta["step"]), "params": raw.params,
-             "ema_params": ema.params, "opt_state": np.zeros(())}
-    checkpoints.save(slim, "latest", int(raw.meta["step"]), state, raw.meta)
+    config, _ = read_run_record(workdir)
+    params, ema, meta = checkpoints.restore_params(workdir, "latest",
+                                                   abstract_params(model_from_config(config)))
+    state = {"step": np.asarray(meta["step"]), "params": params, "ema_params": ema,
+             "opt_state": np.zeros(())}
+    checkpoints.save(slim, "latest", int(meta["step"]), state, meta)
     with tarfile.open(tar_path, "w:gz") as tar:
         tar.add(slim, arcname=name)
 
@@ -130,22 +133,18 @@ def train_phase(args) -> None:
 
 def sample_one_run(args, name: str) -> dict:
     """Every sampler setting on one run; returns {setting: metrics}."""
-    import networkx as nx  # noqa: F401  (graphs come back as networkx)
-
     from ddgjax.data import load_dataset
     from ddgjax.metrics import evaluate_generated
     from ddgjax.metrics.validity import vun_metrics
     from ddgjax.sampling import generate, load_run
 
     wd = os.path.join(args.runs, name)
-    ckpt = "latest"
-    ds = None
+    runs = {ema: load_run(wd, "latest", use_ema=ema) for ema in (False, True)}
+    ds = load_dataset(runs[True].config.data.source)
     out = {}
     for setting in args.samplers.split(","):
         steps, use_ema, options = SAMPLERS[setting]
-        run = load_run(wd, ckpt, use_ema=use_ema)
-        if ds is None:
-            ds = load_dataset(run.config.data.source)
+        run = runs[use_ema]
         t0 = time.time()
         res = generate(run, args.num_samples, seed=args.seed, batch_size=args.num_samples,
                        num_steps=steps, **options)

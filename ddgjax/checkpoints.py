@@ -114,14 +114,12 @@ def restore_params(workdir: str, kind: str, abstract_params: Any) -> tuple[Any, 
     want_def = jax.tree_util.tree_structure(abstract_params)
     trees = []
     for name in ("params", "ema_params"):
-        leaves = jax.tree_util.tree_leaves(state[name])
-        if len(leaves) != want_def.num_leaves:
-            raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
-        # Orbax returns plain dicts; rebuild the model's own structure from the leaves
-        # in key order (both are flattened with sorted dict keys).
-        tree = jax.tree_util.tree_unflatten(want_def, [np.asarray(x) for x in leaves])
-        _check_fits(tree, abstract_params, what)
         _check_same_paths(state[name], abstract_params, what)
+        # Orbax returns plain dicts with the same key paths: rebuild the model's own
+        # structure from the leaves, then check their shapes.
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(state[name])]
+        tree = jax.tree_util.tree_unflatten(want_def, leaves)
+        _check_fits(tree, abstract_params, what)
         trees.append(tree)
     return trees[0], trees[1], dict(out["meta"])
 

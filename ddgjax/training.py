@@ -15,7 +15,6 @@ names one.
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time

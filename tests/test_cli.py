@@ -16,7 +16,7 @@ from ml_collections import config_flags
 
 from configs import paper
 from configs import test as test_config
-from ddgjax import cli, sampling, training
+from ddgjax import cli, training
 
 from helpers import REPO
 

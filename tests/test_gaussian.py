@@ -1,9 +1,4 @@
-"""The Gaussian baseline: schedules, forward noise, reverse steps, training, sampling, CLIs."""
-import json
-import os
-import subprocess
-import sys
-
+"""The Gaussian baseline: schedules, forward noise, reverse steps, training, sampling."""
 import chex
 import jax
 import jax.numpy as jnp
@@ -19,7 +14,6 @@ from ddgjax.parallel import make_mesh
 from ddgjax.processes import GaussianProcess, gaussian, process_from_config
 from ddgjax.sampling import compiled_sampler
 
-from helpers import REPO
 from helpers import random_batch as np_random_batch
 
 T = 8
