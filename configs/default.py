@@ -21,7 +21,10 @@ def get_config():
     config.model = ml_collections.ConfigDict()
     config.model.name = "ppgn"      # "ppgn" or "edp"
     config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
-    config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6))
+    # noise_features: "linear" (the raw noise level, the paper's) or "log" (plus a log-scale
+    # channel that resolves low noise levels).
+    config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
+                                                       noise_features="linear"))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
 
@@ -36,6 +39,9 @@ def get_config():
     # 1 - 2 beta_bar_t, else redrawn from Bernoulli(rho)). prior_density 0: set from data.
     config.diffusion.prior = "uniform"
     config.diffusion.prior_density = 0.0
+    # With continuous_time, how training draws beta_bar: "uniform" (U(0, 1/2)) or
+    # "power:GAMMA" (u^GAMMA / 2, u ~ U(0, 1): GAMMA > 1 trains more at low noise).
+    config.diffusion.train_grid = "uniform"
     # The Gaussian baseline's own keys (used only with kind="gaussian"; see docs/gaussian.md):
     # its alpha_bar schedule ("cosine" for any T, or DDPM's "linear", T >= 21), the sampler's
     # eta (1: ancestral DDPM steps, 0: deterministic DDIM) and clipping of the x0 estimate.

@@ -651,3 +651,90 @@ def test_hybrid_sampler_switches_to_algorithm_1_at_low_noise(monkeypatch):
     with pytest.raises(ValueError, match="alg1_below"):
         BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.7)
     assert BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.1).info["alg1_below"] == 0.1
+
+
+def test_hybrid_sampler_switches_to_algorithm_2_at_low_noise():
+    """alg2_below mirrors alg1_below: Algorithm 1 above the level, Algorithm 2 at and
+    below it; a threshold above every level makes the sampler plain Algorithm 2."""
+    adj0, mask = batch(12, [12, 9, 5, 3])
+    s = make_schedule("linear", T)
+    _, bb = bitflip.sampling_grid(s, T)
+    assert bitflip.step_algorithms(bb[:-1], 1, alg2_below=0.2) == [1] * 5 + [2] * 3
+    assert bitflip.step_algorithms(bb[:-1], 2, alg1_below=0.2) == [2] * 5 + [1] * 3
+    with pytest.raises(ValueError, match="at most one"):
+        bitflip.step_algorithms(bb[:-1], 2, alg1_below=0.2, alg2_below=0.1)
+    noisy = lambda a, m, t, b: 1.5 * (2 * a - 1) + 0.3  # a denoiser that depends on A_t
+    key = jax.random.key(5)
+    plain2 = bitflip.sample_graphs(noisy, key, mask, s, 2, T)
+    plain1 = bitflip.sample_graphs(noisy, key, mask, s, 1, T)
+    np.testing.assert_array_equal(bitflip.sample_graphs(noisy, key, mask, s, 1, T,
+                                                        alg2_below=0.5), plain2)
+    np.testing.assert_array_equal(bitflip.sample_graphs(noisy, key, mask, s, 2, T,
+                                                        alg1_below=0.5), plain1)
+    assert not np.array_equal(plain1, plain2)
+    with pytest.raises(ValueError, match="at most one"):
+        BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.1, alg2_below=0.1)
+
+
+def test_renoise_mix_mixes_the_two_algorithms_per_pair():
+    """renoise_mix m: each pair of an Algorithm 1 step is Bernoulli of
+    (1 - m) p_theta(a_{t-1} = 1 | A_t) + m q(a_{t-1} = 1 | a_0 ~ p_theta), checked
+    against the empirical frequency over many pairs; m = 0 is Algorithm 1 exactly."""
+    n, b, rho = 64, 16, 0.1
+    mask = jnp.ones((b, n), bool)
+    adj_t = jnp.zeros((b, n, n))
+    logit = float(np.log(0.7 / 0.3))
+    den = lambda a, m, t, bb: jnp.full(a.shape, logit)
+    bt, bp = 0.3, 0.2
+    _, p1 = bitflip.p_prev_probs(jnp.asarray(logit), jnp.asarray(0.0), jnp.asarray(bt),
+                                 jnp.asarray(bp), rho)
+    renoised = bitflip.q_marginal_prob1(0.7, bp, rho)
+    pm = np.asarray(pair_mask(mask))
+    key = jax.random.key(8)
+    for m in (0.0, 0.5, 1.0):
+        out = bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho, renoise_mix=m)
+        freq = float(np.asarray(out)[pm].mean())
+        expected = (1 - m) * float(p1) + m * renoised
+        assert abs(freq - expected) < 0.015, (m, freq, expected)
+    np.testing.assert_array_equal(
+        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho, renoise_mix=0.0),
+        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho))
+    with pytest.raises(ValueError, match="renoise_mix"):
+        BitFlipProcess(num_timesteps=T).sampler(4, renoise_mix=1.5)
+
+
+def test_logit_scale_is_a_scaled_denoiser():
+    adj0, mask = batch(13, [12, 9, 5, 3])
+    s = make_schedule("linear", T)
+    den = lambda a, m, t, b: 0.8 * (2 * a - 1) - 0.2
+    key = jax.random.key(2)
+    for alg in (1, 2):
+        scaled = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=2.5)
+        by_hand = bitflip.sample_graphs(lambda *x: 2.5 * den(*x), key, mask, s, alg, T)
+        np.testing.assert_array_equal(scaled, by_hand)
+    with pytest.raises(ValueError, match="logit_scale"):
+        BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=0.0)
+    info = BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=2.0, renoise_mix=0.25).info
+    assert info["logit_scale"] == 2.0 and info["renoise_mix"] == 0.25
+
+
+def test_training_grid_distorts_continuous_levels():
+    """train_grid "power:G" draws beta_bar = u^G / 2: the median level is 0.5^G / 2."""
+    u = jnp.linspace(0.0, 1.0, 11)
+    np.testing.assert_allclose(bitflip.training_levels(u, "uniform"), u / 2, rtol=1e-6)
+    np.testing.assert_allclose(bitflip.training_levels(u, "power:2"), u ** 2 / 2, rtol=1e-6)
+    with pytest.raises(ValueError, match="training grid"):
+        bitflip.training_levels(u, "trained")
+    s = make_schedule("linear", 128)
+    adj0, mask = batch(4, [6] * 4)
+    loss = lambda grid: (lambda k, a, m: bitflip.training_loss(
+        constant_logits, k, a, m, s, "simple", continuous_time=True, train_grid=grid))
+    t_uniform = t_index_draws(loss("uniform"), adj0, mask, num_keys=256)
+    t_power = t_index_draws(loss("power:3"), adj0, mask, num_keys=256)
+    # level index ~ 256 bb: median 64 (uniform) vs 256 * 0.5^3 / 2 = 16 (power:3)
+    assert 54 < np.median(t_uniform) < 74 and 10 < np.median(t_power) < 22
+    with pytest.raises(ValueError, match="config.diffusion.train_grid.*continuous_time"):
+        BitFlipProcess(train_grid="power:2")
+    with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
+        BitFlipProcess(continuous_time=True, train_grid="cubic")
+    assert BitFlipProcess(continuous_time=True, train_grid="power:2").train_grid == "power:2"

@@ -296,3 +296,29 @@ def test_ppgn_block_matches_float64_reference():
     ref = ppgn_block_reference(params, x, nm)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert np.all(out[~sq] == 0)
+
+
+def test_ppgn_log_noise_features():
+    """noise_features="log": one more input channel (a log-scale level), still
+    permutation equivariant, and it separates levels the raw value squeezes together."""
+    from ddgjax.models.ppgn import noise_channels
+    np.testing.assert_allclose(noise_channels(jnp.asarray([0.0, 1e-8, 1e-4, 0.5]), "log")[:, 1],
+                               [0.0, 0.0, 0.5, 1 + np.log10(0.5) / 8], rtol=1e-6, atol=1e-7)
+    assert noise_channels(jnp.asarray([0.1, 0.2]), "linear").shape == (2, 1)
+    with pytest.raises(ValueError, match="config.model.ppgn.noise_features"):
+        noise_channels(jnp.asarray([0.1]), "cubic")
+    model = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log")
+    params = random_params(model)
+    assert params["params"]["embed"]["kernel"].shape[0] == 3  # adj + two noise channels
+    adj, nm = random_batch(5, [N, N - 2, 3], N)
+    levels = jnp.asarray([1e-5, 1e-3, 0.3], jnp.float32)
+    out = model.apply(params, adj, nm, jnp.ones(B, jnp.int32), levels)
+    perm = np.random.default_rng(0).permutation(N - 2)
+    adj_p = np.array(adj)
+    adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
+    out_p = model.apply(params, adj_p, nm, jnp.ones(B, jnp.int32), levels)
+    np.testing.assert_allclose(np.asarray(out_p)[1, :N - 2, :N - 2],
+                               np.asarray(out)[1][np.ix_(perm, perm)], rtol=1e-4, atol=1e-4)
+    low = model.apply(params, adj, nm, jnp.ones(B, jnp.int32), jnp.full((B,), 1e-6))
+    lowish = model.apply(params, adj, nm, jnp.ones(B, jnp.int32), jnp.full((B,), 1e-3))
+    assert float(jnp.max(jnp.abs(low - lowish))) > 1e-3

@@ -137,6 +137,25 @@ class PPGNBlock(nn.Module):
         return masked_instance_norm(y, mask_sq, self.eps).astype(cdt)
 
 
+NOISE_FEATURES = ("linear", "log")
+LOG_FLOOR = 1e-8  # noise levels below this read as this on the log channel
+
+
+def noise_channels(noise_level: jax.Array, kind: str = "linear") -> jax.Array:
+    """The per-graph noise-level inputs of PPGN: ``float32[B] -> float32[B, C]``.
+
+    ``"linear"``: ``[bb]`` (C = 1). ``"log"``: ``[bb, 1 + log10(max(bb, 1e-8)) / 8]``
+    (C = 2), the second channel 0 at ``bb <= 1e-8`` and about 0.96 at ``bb = 1/2``.
+    """
+    if kind == "linear":
+        return noise_level[:, None]
+    if kind == "log":
+        log_channel = 1.0 + jnp.log10(jnp.maximum(noise_level, LOG_FLOOR)) / 8.0
+        return jnp.stack([noise_level, log_channel], axis=-1)
+    raise ValueError(f"config.model.ppgn.noise_features: expected one of {NOISE_FEATURES}, "
+                     f"got {kind!r}")
+
+
 class PPGN(nn.Module):
     """PPGN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
@@ -145,13 +164,17 @@ class PPGN(nn.Module):
       num_blocks: number of blocks ``d`` (6; 8 for Planar-60).
       compute_dtype: dtype of the Dense layers and the channel product; parameters,
         norm statistics and logits stay float32.
+      noise_features: how ``noise_level`` enters (``noise_channels``): ``"linear"`` (the
+        raw level, the paper's) or ``"log"`` (also a log-scale channel, which tells
+        apart levels like 1e-5 and 1e-3 that the raw value squeezes together).
 
     Call args:
       adj: ``[B, N, N]`` noisy 0/1 adjacency ``A_t`` (symmetric, zero diagonal and padding).
       node_mask: ``bool[B, N]``, real nodes a prefix.
       t_index: ``int32[B]``, unused by PPGN (it is conditioned on ``noise_level``); kept
         so that all denoisers share one signature.
-      noise_level: ``float32[B]``, the noise level, placed on the diagonal of channel 2.
+      noise_level: ``float32[B]``, the noise level, placed on the diagonal of channel 2
+        (and of channel 3 on a log scale with ``noise_features="log"``).
 
     Returns:
       ``float32[B, N, N]`` logits of ``p(A_0[i,j] = 1 | A_t)``: symmetric, zero on the
@@ -161,6 +184,7 @@ class PPGN(nn.Module):
     hidden: int = 32
     num_blocks: int = 6
     compute_dtype: Any = jnp.float32
+    noise_features: str = "linear"
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level):
@@ -171,15 +195,16 @@ class PPGN(nn.Module):
         inv_sqrt_n = jax.lax.rsqrt(jnp.maximum(node_counts(node_mask), 1.0))  # [B]
 
         eye = jnp.eye(n_max, dtype=jnp.float32)[None]
-        x0 = jnp.stack([adj, noise_level[:, None, None] * eye], axis=-1)
-        x0 = x0 * sq[..., None]                                       # [B, N, N, 2]
+        chans = noise_channels(noise_level, self.noise_features)       # [B, C]
+        x0 = jnp.concatenate([adj[..., None], chans[:, None, None, :] * eye[..., None]], axis=-1)
+        x0 = x0 * sq[..., None]                                       # [B, N, N, 1 + C]
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
         for k in range(self.num_blocks):
             x = PPGNBlock(self.hidden, self.compute_dtype, name=f"block_{k}")(x, sq, inv_sqrt_n)
             outs.append(x)
-        # Dense(2 + d*h -> h) on the concatenation of input and block outputs.
+        # Dense(1 + C + d*h -> h) on the concatenation of input and block outputs.
         z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
         z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
         logits = Linear(1, jnp.float32, name="out")(z)[..., 0]

@@ -191,15 +191,28 @@ def simple_weight(beta_bar_t, num_timesteps: int):
     return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps
 
 
+def training_levels(u: jax.Array, train_grid: str = "uniform") -> jax.Array:
+    """Continuous-time training levels from uniform draws ``u [B]`` in [0, 1):
+    ``beta_bar = u / 2`` (``"uniform"``) or ``u^GAMMA / 2`` (``"power:GAMMA"``, the same
+    distortion as the sampling grid of that name: GAMMA > 1 trains more at low noise)."""
+    kind, gamma = parse_grid(train_grid)
+    if kind not in ("uniform", "power"):
+        raise ValueError(f"unknown training grid {train_grid!r}; expected 'uniform' or "
+                         "'power:GAMMA'")
+    return 0.5 * (u if kind == "uniform" else u ** gamma)
+
+
 def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, loss_type: str = "simple",
-                  continuous_time: bool = False, rho: float = 0.5) -> LossOutput:
+                  continuous_time: bool = False, rho: float = 0.5,
+                  train_grid: str = "uniform") -> LossOutput:
     """One Monte-Carlo estimate of L_simple or L_vb on a batch.
 
     ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
     t and noise depend only on its own key). Each graph draws its own
     ``t ~ U{1..T}`` (or, with ``continuous_time`` and
-    L_simple only, ``beta_bar ~ U(0, 1/2)`` with the nearest level as t_index),
+    L_simple only, ``beta_bar ~ U(0, 1/2)`` with the nearest level as t_index, or the
+    distorted ``train_grid`` of ``training_levels``),
     is noised by ``q_sample`` and denoised by ``denoise_fn``. Only real strict
     upper pairs count. The loss is the sum of per-pair terms divided by the
     number of real pairs in the batch (a per-pair mean, so batch composition
@@ -219,7 +232,7 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     keys = per_graph_keys(key, B)
     u_t, key_noise = per_graph_time_and_noise_keys(keys)
     if continuous_time:
-        bb_t = 0.5 * u_t
+        bb_t = training_levels(u_t, train_grid)
         t_index = jnp.clip(jnp.round(bb_t / 0.5 * T), 1, T).astype(jnp.int32)
         bb_prev = bb_t  # unused by L_simple
     else:
@@ -240,13 +253,23 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
 
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
                  t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
-                 algorithm: int, argmax: bool = False, rho: float = 0.5) -> jax.Array:
+                 algorithm: int, argmax: bool = False, rho: float = 0.5,
+                 renoise_mix: float = 0.0, logit_scale: float = 1.0) -> jax.Array:
     """One reverse step from level t to level t_prev (all graphs of the batch share them).
 
     Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
     Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
     With ``argmax`` the draw from the model's distribution takes its mode instead
     (used for the last step, to level 0).
+
+    Two sampler levers (both off by default):
+      renoise_mix: in an Algorithm 1 step, each pair independently takes Algorithm 2's
+        draw with this probability. Per pair, Algorithm 2's draw is Bernoulli of
+        ``q_marginal_prob1(p_theta(a_0 = 1 | A_t), beta_bar_prev)``, so the mixture is one
+        Bernoulli draw of the mixed probability: a stochastic corrector in the spirit of
+        DeFoG's detailed-balance rate (it redraws the pair from q(a_{t-1} | a_0 ~ p_theta)).
+      logit_scale: multiplies the denoiser's logits before use (> 1 sharpens
+        ``p_theta(A_0 | A_t)`` towards its mode, < 1 flattens it).
 
     Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
@@ -256,10 +279,15 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     bt = jnp.full((B,), beta_bar_t, jnp.float32)
     bp = jnp.full((B,), beta_bar_prev, jnp.float32)
     logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
+    if logit_scale != 1.0:
+        logits = logits * logit_scale
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
         _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp),
                              rho)
+        if renoise_mix > 0.0:
+            renoised = q_marginal_prob1(jax.nn.sigmoid(logits), broadcast_per_graph(bp), rho)
+            p1 = (1.0 - renoise_mix) * p1 + renoise_mix * renoised
         return draw_upper(k1, p1, node_mask, argmax)
     if algorithm == 2:
         x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
@@ -335,11 +363,30 @@ def draw_upper(key: jax.Array, prob1: jax.Array, node_mask: jax.Array, argmax: b
     return upper + jnp.swapaxes(upper, -1, -2)
 
 
+def step_algorithms(beta_bar_from: np.ndarray, algorithm: int, alg1_below: float = 0.0,
+                    alg2_below: float = 0.0) -> list[int]:
+    """The algorithm of each step of a hybrid sampler, from the level it starts at
+    (``beta_bar_from [K]``, descending): Algorithm 1 at ``beta_bar <= alg1_below``,
+    Algorithm 2 at ``beta_bar <= alg2_below`` (0: off), ``algorithm`` elsewhere."""
+    if alg1_below > 0 and alg2_below > 0:
+        raise ValueError("alg1_below and alg2_below: set at most one of them")
+    out = []
+    for b in np.asarray(beta_bar_from, np.float64):
+        if alg1_below > 0 and b <= alg1_below:
+            out.append(1)
+        elif alg2_below > 0 and b <= alg2_below:
+            out.append(2)
+        else:
+            out.append(int(algorithm))
+    return out
+
+
 def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
                   return_chain: bool = False, grid: str = "trained",
                   argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
-                  alg1_below: float = 0.0):
+                  alg1_below: float = 0.0, alg2_below: float = 0.0, renoise_mix: float = 0.0,
+                  logit_scale: float = 1.0):
     """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
 
     Args:
@@ -354,8 +401,10 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       final_pass: after level 0, call the model once more at ``noise_level = 0`` on
         the result and draw ``A_0`` from its prediction (the mode with ``argmax_last``).
       rho: the prior's edge probability (``q_sample``).
-      alg1_below: a hybrid sampler: the steps that start at ``beta_bar <= alg1_below``
-        use Algorithm 1, the others ``algorithm`` (0: off).
+      alg1_below, alg2_below: hybrid samplers: the steps that start at
+        ``beta_bar <= alg1_below`` (``alg2_below``) use Algorithm 1 (2), the others
+        ``algorithm`` (0: off; ``step_algorithms``).
+      renoise_mix, logit_scale: see ``reverse_step``.
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -369,29 +418,30 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     xs = (jnp.arange(K, dtype=jnp.int32), jnp.asarray(t_lv[:-1], jnp.int32),
           jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
     adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask, rho)
-
-    # Steps that start above alg1_below use `algorithm`, the rest Algorithm 1 (host-side split).
-    n_first = K if alg1_below <= 0 else int(np.sum(bb[:-1] > alg1_below))
-    step_algorithm = lambda k: algorithm if k < n_first else 1
+    algs = step_algorithms(bb[:-1], algorithm, alg1_below, alg2_below)
+    step = lambda k, adj, t, b_now, b_prev, alg, argmax=False: reverse_step(
+        denoise_fn, jax.random.fold_in(key, k), adj, node_mask, t, b_now, b_prev, alg,
+        argmax=argmax, rho=rho, renoise_mix=renoise_mix, logit_scale=logit_scale)
 
     def body_for(alg):
         def body(adj, x):
-            i, t, b_now, b_prev = x
-            new = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj, node_mask, t, b_now,
-                               b_prev, alg, rho=rho)
+            new = step(*x[:1], adj, *x[1:], alg)
             return new, (new if return_chain else None)
         return body
 
     adj0, steps = adj_T, []
-    for lo, hi in ((0, min(n_first, n_scan)), (n_first, n_scan)):
-        if hi > lo:
-            adj0, chain = jax.lax.scan(body_for(step_algorithm(lo)), adj0,
-                                       jax.tree_util.tree_map(lambda a: a[lo:hi], xs))
-            steps += [chain] if return_chain else []
+    lo = 0
+    while lo < n_scan:  # one scan per run of steps that share an algorithm
+        hi = lo
+        while hi < n_scan and algs[hi] == algs[lo]:
+            hi += 1
+        adj0, chain = jax.lax.scan(body_for(algs[lo]), adj0,
+                                   jax.tree_util.tree_map(lambda a: a[lo:hi], xs))
+        steps += [chain] if return_chain else []
+        lo = hi
     if argmax_last:  # the step to level 0, taking the mode
         i, t, b_now, b_prev = (a[K - 1] for a in xs)
-        adj0 = reverse_step(denoise_fn, jax.random.fold_in(key, i), adj0, node_mask, t, b_now,
-                            b_prev, step_algorithm(K - 1), argmax=True, rho=rho)
+        adj0 = step(i, adj0, t, b_now, b_prev, algs[K - 1], argmax=True)
         steps.append(adj0[None])
     if final_pass:
         adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask, argmax_last)
@@ -409,8 +459,8 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
-    are ``sample_graphs``'s ``grid``, ``argmax_last``, ``final_pass``, ``rho`` and
-    ``alg1_below``.
+    are ``sample_graphs``'s keyword options (``grid``, ``argmax_last``, ``final_pass``,
+    ``rho``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``).
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -439,20 +489,25 @@ class BitFlipSampler(Sampler):
     argmax_last: bool = False
     final_pass: bool = False
     alg1_below: float = 0.0
+    alg2_below: float = 0.0
+    renoise_mix: float = 0.0
+    logit_scale: float = 1.0
 
     def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
                                      self.algorithm, self.num_steps, self.return_chain,
                                      grid=self.grid, argmax_last=self.argmax_last,
                                      final_pass=self.final_pass, rho=self.process.prior_density,
-                                     alg1_below=self.alg1_below)
+                                     alg1_below=self.alg1_below, alg2_below=self.alg2_below,
+                                     renoise_mix=self.renoise_mix, logit_scale=self.logit_scale)
 
     @property
     def info(self) -> dict:
         return {"process": self.process.name, "num_steps": self.num_steps,
                 "algorithm": self.algorithm, "grid": self.grid,
                 "argmax_last": self.argmax_last, "final_pass": self.final_pass,
-                "alg1_below": self.alg1_below}
+                "alg1_below": self.alg1_below, "alg2_below": self.alg2_below,
+                "renoise_mix": self.renoise_mix, "logit_scale": self.logit_scale}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -470,6 +525,8 @@ class BitFlipProcess(NoiseProcess):
         at the last step and the corrector pass at ``beta_bar = 0`` (``sample_graphs``).
       prior_density: ``rho``, the edge probability of the prior ``A_T ~ ER(rho)``; 1/2
         is the paper's uniform prior, the training split's density the marginal prior.
+      train_grid: with ``continuous_time``, how training draws ``beta_bar``:
+        ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
     """
 
     schedule_name: str = "linear"
@@ -481,9 +538,11 @@ class BitFlipProcess(NoiseProcess):
     argmax_last: bool = False
     final_pass: bool = False
     prior_density: float = 0.5
+    train_grid: str = "uniform"
 
     name = "discrete"
-    sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below")
+    sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
+                       "alg2_below", "renoise_mix", "logit_scale")
 
     def __post_init__(self):
         if self.loss_type not in LOSSES:
@@ -499,6 +558,16 @@ class BitFlipProcess(NoiseProcess):
                              f"{self.schedule_name!r}; expected one of {SCHEDULES}")
         make_schedule(self.schedule_name, self.num_timesteps)  # validates T
         self._check_grid(self.grid)
+        try:
+            train_kind = parse_grid(self.train_grid)[0]
+        except ValueError:
+            train_kind = None
+        if train_kind not in ("uniform", "power"):
+            raise ValueError(f"config.diffusion.train_grid: expected 'uniform' or 'power:GAMMA', "
+                             f"got {self.train_grid!r}")
+        if self.train_grid != "uniform" and not self.continuous_time:
+            raise ValueError("config.diffusion.train_grid: a training grid other than 'uniform' "
+                             "needs config.diffusion.continuous_time=True")
         if not 0.0 < self.prior_density < 1.0:
             raise ValueError(f"config.diffusion.prior_density: expected a value in (0, 1), got "
                              f"{self.prior_density} (0 means: set from the training data)")
@@ -516,14 +585,15 @@ class BitFlipProcess(NoiseProcess):
     def loss(self, denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
              node_mask: jax.Array) -> LossOutput:
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
-                             self.continuous_time, self.prior_density)
+                             self.continuous_time, self.prior_density, self.train_grid)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
         """A sampler over ``num_steps`` levels (None: T). ``options`` override the process's
         defaults: ``algorithm`` (1 or 2; None or 0: the default, as
         ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
-        ``final_pass``, ``alg1_below`` (a per-call option only)."""
+        ``final_pass``, and the per-call options ``alg1_below``, ``alg2_below``,
+        ``renoise_mix``, ``logit_scale`` (``sample_graphs``)."""
         self.check_sampler_options(options)
         algorithm = options.get("algorithm") or self.algorithm
         if algorithm not in ALGORITHMS:
@@ -534,11 +604,22 @@ class BitFlipProcess(NoiseProcess):
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
         flag = lambda name: bool(getattr(self, name) if options.get(name) is None
                                  else options[name])
-        alg1_below = float(options.get("alg1_below") or 0.0)
-        if not 0.0 <= alg1_below <= 0.5:
-            raise ValueError(f"alg1_below: expected a noise level in [0, 1/2], got {alg1_below}")
+        below = {}
+        for name in ("alg1_below", "alg2_below"):
+            below[name] = float(options.get(name) or 0.0)
+            if not 0.0 <= below[name] <= 0.5:
+                raise ValueError(f"{name}: expected a noise level in [0, 1/2], got {below[name]}")
+        if below["alg1_below"] > 0 and below["alg2_below"] > 0:
+            raise ValueError("alg1_below and alg2_below: set at most one of them")
+        renoise_mix = float(options.get("renoise_mix") or 0.0)
+        if not 0.0 <= renoise_mix <= 1.0:
+            raise ValueError(f"renoise_mix: expected a probability in [0, 1], got {renoise_mix}")
+        logit_scale = float(1.0 if options.get("logit_scale") is None else options["logit_scale"])
+        if not logit_scale > 0.0:
+            raise ValueError(f"logit_scale: expected a positive factor, got {logit_scale}")
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
-                              flag("argmax_last"), flag("final_pass"), alg1_below)
+                              flag("argmax_last"), flag("final_pass"), **below,
+                              renoise_mix=renoise_mix, logit_scale=logit_scale)
 
 
 def default_algorithm(loss_type: str) -> int:
@@ -558,7 +639,8 @@ def from_config(config) -> BitFlipProcess:
                           algorithm=algorithm, grid=str(s.get("grid", "trained")),
                           argmax_last=bool(s.get("argmax_last", False)),
                           final_pass=bool(s.get("final_pass", False)),
-                          prior_density=prior_density(d))
+                          prior_density=prior_density(d),
+                          train_grid=str(d.get("train_grid", "uniform")))
 
 
 PRIORS = ("uniform", "marginal")
