@@ -35,6 +35,14 @@ VARIANTS = {
     "ct_marginal": RECIPE + ["--config.diffusion.prior=marginal"],
     "ct_marginal_seed1": RECIPE + ["--config.diffusion.prior=marginal", "--config.train.seed=1"],
     "ct_marginal_5k": RECIPE + ["--config.diffusion.prior=marginal", "--config.train.num_epochs=5000"],
+    # round 7: train more at low noise, and tell the model low levels apart
+    "ct_marg_tg2": RECIPE + ["--config.diffusion.prior=marginal",
+                             "--config.diffusion.train_grid=power:2"],
+    "ct_marg_log": RECIPE + ["--config.diffusion.prior=marginal",
+                             "--config.model.ppgn.noise_features=log"],
+    "ct_marg_tg2_log": RECIPE + ["--config.diffusion.prior=marginal",
+                                 "--config.diffusion.train_grid=power:2",
+                                 "--config.model.ppgn.noise_features=log"],
 }
 # name -> (num_steps, use_ema, sampler options)
 SAMPLERS = {
@@ -69,6 +77,17 @@ SAMPLERS = {
     "alg2_32_pow4_final": (32, True, {"algorithm": 2, "grid": "power:4", "final_pass": True}),
     "alg2_32_pow4_raw": (32, False, {"algorithm": 2, "grid": "power:4"}),
     "alg2_48_pow4": (48, True, {"algorithm": 2, "grid": "power:4"}),
+    # round 7: Algorithm 1 above a level and Algorithm 2 below; per-pair mixing; sharpening
+    "alg2_32_pow4": (32, True, {"algorithm": 2, "grid": "power:4"}),
+    "alg1_32_pow3_a2b002": (32, True, {"algorithm": 1, "grid": "power:3", "alg2_below": 0.02}),
+    "alg1_32_pow3_a2b005": (32, True, {"algorithm": 1, "grid": "power:3", "alg2_below": 0.05}),
+    "alg1_32_pow3_a2b01": (32, True, {"algorithm": 1, "grid": "power:3", "alg2_below": 0.1}),
+    "alg1_32_pow3_mix01": (32, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.1}),
+    "alg1_32_pow3_mix03": (32, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.3}),
+    "alg1_32_pow3_ls15": (32, True, {"algorithm": 1, "grid": "power:3", "logit_scale": 1.5}),
+    "alg1_32_pow3_ls2": (32, True, {"algorithm": 1, "grid": "power:3", "logit_scale": 2.0}),
+    "alg2_32_pow4_ls15": (32, True, {"algorithm": 2, "grid": "power:4", "logit_scale": 1.5}),
+    "alg2_32_pow4_ls2": (32, True, {"algorithm": 2, "grid": "power:4", "logit_scale": 2.0}),
 }
 
 
@@ -119,11 +138,16 @@ def train_phase(args) -> None:
             p.terminate()
             p.wait(timeout=60)
         log.close()
-        metrics = [json.loads(l) for l in open(os.path.join(args.runs, name, "metrics.jsonl"))]
+        metrics_path = os.path.join(args.runs, name, "metrics.jsonl")
+        metrics = ([json.loads(l) for l in open(metrics_path)]
+                   if os.path.exists(metrics_path) else [])
         epochs = [m["epoch"] for m in metrics if "epoch" in m and "loss" in m]
         summary[name] = {"overrides": VARIANTS[name], "stopped_by_deadline": stopped,
                          "returncode": p.returncode, "last_logged_epoch": max(epochs, default=0),
                          "seconds": time.time() - t0}
+        if not epochs:  # stopped before its first checkpoint: nothing to sample
+            print(f"{name}: no checkpoint (see train_{name}.log)", flush=True)
+            continue
         pack_for_sampling(os.path.join(args.runs, name), os.path.join(args.out,
                                                                       f"{name}.tar.gz"))
     with open(os.path.join(args.out, "train_summary.json"), "w") as f:
