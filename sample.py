@@ -17,7 +17,9 @@ from absl import app, flags, logging  # noqa: E402
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "A workdir written by train.py.")
 _NUM = flags.DEFINE_integer("num_samples", 0, "Graphs to sample (0: config.sample.num_samples).")
-_CKPT = flags.DEFINE_enum("checkpoint", "best", ["best", "latest"], "Which checkpoint to load.")
+_CKPT = flags.DEFINE_enum("checkpoint", "best", ["best", "latest", "best_val"],
+                          "Which checkpoint to load: best (lowest training loss), latest, or "
+                          "best_val (best samples on held-out graphs; config.validation).")
 _SEED = flags.DEFINE_integer("seed", None, "Sampling seed (default: config.sample.seed).")
 _BATCH = flags.DEFINE_integer("batch_size", 0, "Graphs per batch (0: config.sample.batch_size).")
 _STEPS = flags.DEFINE_integer("num_steps", 0, "Denoising steps (0: config, else all T levels).")

@@ -74,4 +74,18 @@ def get_config():
     config.sample.num_samples = 1024
     config.sample.seed = 0
     config.sample.use_ema = False
+
+    # Model selection by samples (ddgjax/validation.py): every `every_epochs` epochs (0: off;
+    # a multiple of train.checkpoint_every_epochs) sample `num_samples` graphs with the
+    # config.sample settings (num_steps 0: config.sample.num_steps), score them against
+    # the validation split (or the first `num_reference` training graphs where there is
+    # none) and keep the best as checkpoints/best_val. metric: "mmd" (average MMD) or
+    # "valid" (fraction valid under `validity`, "planar" or "sbm"; ties by MMD).
+    config.validation = ml_collections.ConfigDict()
+    config.validation.every_epochs = 0
+    config.validation.num_samples = 64
+    config.validation.num_steps = 0
+    config.validation.num_reference = 64
+    config.validation.validity = ""
+    config.validation.metric = "mmd"
     return config

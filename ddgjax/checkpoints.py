@@ -1,10 +1,12 @@
 """Checkpoints: the only module that imports Orbax.
 
-A run's workdir holds two managers, each keeping one checkpoint:
+A run's workdir holds up to three managers, each keeping one checkpoint:
 
 * ``checkpoints/latest``: the newest state, for resuming after a kill;
 * ``checkpoints/best``: the state with the lowest training loss (the paper's
-  model selection).
+  model selection);
+* ``checkpoints/best_val``: with ``config.validation.every_epochs``, the state whose
+  samples scored best on held-out graphs (``ddgjax.validation``).
 
 Each checkpoint stores the train state (``step``, ``params``, ``ema_params``,
 ``opt_state``) as a pytree of arrays plus a small JSON ``meta`` dict (epoch,
@@ -25,7 +27,7 @@ import orbax.checkpoint as ocp
 
 from ddgjax.parallel import to_host
 
-KINDS = ("latest", "best")
+KINDS = ("latest", "best", "best_val")
 
 
 class CheckpointError(RuntimeError):

@@ -45,6 +45,13 @@ class Progress:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
+    def note(self, message: str):
+        """A line of its own (on a terminal, below the bar, which the next update redraws)."""
+        if not self.enabled:
+            return
+        sys.stderr.write(("\n" if self.tty else "") + message + "\n")
+        sys.stderr.flush()
+
     def close(self):
         if self.enabled and self.tty:
             sys.stderr.write("\n")

@@ -97,14 +97,17 @@ def graph_keys(seed: int, first: int, count: int) -> jax.Array:
 
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
              num_steps: int | None = None, node_counts: np.ndarray | None = None,
-             return_chain: bool = False, progress=None, **sampler_options) -> dict:
+             return_chain: bool = False, progress=None, timing: bool = True,
+             devices=None, **sampler_options) -> dict:
     """Sample ``num_samples`` graphs.
 
     Node counts come from the training split's distribution (seeded by
     ``seed``) unless given. Batches all have ``batch_size`` graphs (the last is
     padded with empty graphs) so the sampler compiles once. ``sampler_options``
     go to the process's sampler (bit flips: ``algorithm=1|2``; Gaussian:
-    ``eta``, ``clip_x0``); ``None`` values mean the run's default.
+    ``eta``, ``clip_x0``); ``None`` values mean the run's default. With ``timing`` a
+    request that fits one batch is sampled a second time, compiled, to time it.
+    ``devices`` (default: all) are the devices the batch is split over.
 
     Returns a dict with ``adj`` (``uint8[M, N, N]``), ``num_nodes`` (``[M]``),
     ``graphs`` (networkx), ``seconds`` (sampling time without the first
@@ -125,7 +128,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     if node_counts.max(initial=0) > run.max_nodes:
         raise SamplingError(f"requested {node_counts.max()} nodes; this model was trained with "
                             f"max_nodes={run.max_nodes}")
-    mesh = make_mesh()
+    mesh = make_mesh(devices)
     n_dev = mesh.devices.size
     batch_size = max(n_dev, int(math.ceil(min(batch_size, num_samples) / n_dev) * n_dev))
     sharding = batch_sharded(mesh)
@@ -146,7 +149,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
         dt = time.time() - t0
         if b == 0:
             t_compile = dt
-            if num_batches == 1:  # time a second, compiled call for graphs/s
+            if num_batches == 1 and timing:  # time a second, compiled call for graphs/s
                 t0 = time.time()
                 jax.block_until_ready(fn(params, keys, mask))
                 t_run += time.time() - t0

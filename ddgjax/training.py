@@ -34,6 +34,7 @@ from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
 from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
+from ddgjax.validation import Validator, check_validation_config
 from ddgjax.workdir import write_run_record
 
 
@@ -177,7 +178,9 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
 
     Writes ``config.json`` and ``dataset.json`` (``ddgjax.workdir``),
     ``metrics.jsonl`` and the ``latest`` / ``best`` checkpoints (model selection:
-    the lowest mean training loss between checkpoints, as in the paper).
+    the lowest mean training loss between checkpoints, as in the paper), and with
+    ``config.validation.every_epochs`` the ``best_val`` checkpoint (model selection by
+    samples, ``Validator``).
     ``stop_after_epochs`` ends the run early (as if killed after that many
     epochs of this invocation), for tests of resumption. ``devices`` (default:
     all) are the devices of the data-parallel mesh.
@@ -185,6 +188,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     Returns a summary dict (epochs, steps, best loss, timings).
     """
     validate_config(config)
+    check_validation_config(config)
     model = model_from_config(config)
     is_main = jax.process_index() == 0
     ds, data, max_nodes = input_pipeline.load_training_data(config)
@@ -204,6 +208,11 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     root = jax.random.key(config.train.seed)
     state, start_epoch, best_loss = restore_or_init(workdir, model, tx, jax.random.fold_in(root, 0),
                                                     max_nodes)
+    validator = Validator.from_config(config, ds, model, process, max_nodes, workdir)
+    if validator is not None and is_main and verbose:
+        print(f"model selection by samples every {validator.every} epochs against "
+              f"{validator.reference_name} ({len(validator.reference)} graphs), metric "
+              f"{validator.metric!r}: checkpoints/best_val", file=sys.stderr)
     if start_epoch and is_main:  # printed even when quiet: a resume should never be silent
         print(f"resuming from {workdir} at epoch {start_epoch} (step {int(state.step)})",
               file=sys.stderr)
@@ -259,6 +268,11 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
             if sel < best_loss:
                 best_loss = sel
                 checkpoints.save(workdir, "best", step, state, meta)
+            if validator is not None and epoch % validator.every == 0:
+                scores = validator(state, epoch, step, meta)
+                log.write({"epoch": epoch, "step": step, "validation": scores})
+                bar.note(f"epoch {epoch}: validation " + ", ".join(
+                    f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
             checkpoints.save(workdir, "latest", step, state, meta)
     bar.close()
     summary = {"epochs": epoch, "steps": int(to_host(state.step)), "best_loss": best_loss,

@@ -1,0 +1,156 @@
+"""Model selection by samples: score a model's own graphs against held-out graphs.
+
+During training (``config.validation.every_epochs > 0``) the training loop calls
+``validation_scores`` at checkpoint boundaries: it samples
+``config.validation.num_samples`` graphs with the run's sampler settings
+(``config.sample``; ``config.validation.num_steps`` overrides the step count), always
+from the same seed, and scores them with our MMDs (paper protocol: degree,
+clustering, orbit and their average) against the reference graphs, plus the
+fraction of valid graphs where the dataset has a validity rule
+(``config.validation.validity``: ``"planar"``, ``"sbm"`` or ``""``). The checkpoint
+with the best ``selection_key`` is kept as ``checkpoints/best_val``.
+
+The reference (``validation_reference``) is the dataset's validation split where its
+file has one, otherwise a fixed slice of the training split (its first
+``config.validation.num_reference`` graphs); every score records which.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import jax
+import networkx as nx
+
+from ddgjax import checkpoints
+from ddgjax.data import node_count_distribution
+from ddgjax.parallel import to_host
+from ddgjax.sampling import Run, generate
+
+METRICS = ("mmd", "valid")
+
+
+def validation_reference(ds, num_reference: int) -> tuple[list[nx.Graph], str]:
+    """``(graphs, name)``: the validation split (``"val"``) if the dataset has one, else the
+    first ``num_reference`` training graphs (``"train[:K]"``)."""
+    if ds.val:
+        return list(ds.val), "val"
+    k = min(int(num_reference), len(ds.train))
+    return list(ds.train[:k]), f"train[:{k}]"
+
+
+def score_graphs(graphs: Sequence[nx.Graph], reference: Sequence[nx.Graph],
+                 validity: str = "") -> dict:
+    """Paper-protocol MMDs of ``graphs`` against ``reference`` (``degree``, ``clustering``,
+    ``orbit``, ``avg``), and with a ``validity`` rule the fraction ``valid``."""
+    from ddgjax.metrics import evaluate_generated
+    from ddgjax.metrics.validity import validity_mask
+
+    ev = evaluate_generated(graphs, reference, protocol="paper")
+    out = {k: float(ev[k]) for k in ("degree", "clustering", "orbit", "avg")}
+    if validity:
+        out["valid"] = float(validity_mask(graphs, validity).mean())
+    return out
+
+
+def selection_key(scores: dict, metric: str) -> tuple[float, ...]:
+    """Lower is better. ``"mmd"``: the average MMD. ``"valid"``: the fraction of invalid
+    graphs, ties broken by the average MMD. A NaN score ranks last."""
+    if metric not in METRICS:
+        raise ValueError(f"config.validation.metric: expected one of {METRICS}, got {metric!r}")
+    avg = scores["avg"] if not math.isnan(scores["avg"]) else math.inf
+    if metric == "mmd":
+        return (avg,)
+    return (1.0 - scores["valid"], avg)
+
+
+def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
+    """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``) and
+    score them (``score_graphs``); also returns ``sample_seconds``. Sampling uses this
+    process's devices only, so every process of a multi-host run draws the same graphs."""
+    res = generate(run, int(val_cfg.num_samples), seed=seed,
+                   batch_size=int(val_cfg.num_samples),
+                   num_steps=int(val_cfg.get("num_steps", 0)) or None, timing=False,
+                   devices=jax.local_devices(), **sampler_options(run.config))
+    scores = score_graphs(res["graphs"], reference, val_cfg.get("validity", ""))
+    scores["sample_seconds"] = float(res["compile_seconds"])
+    return scores
+
+
+def sampler_options(config) -> dict:
+    """The sampler options ``config.sample`` sets for the run's noise process (keys the
+    process does not take are left out)."""
+    from ddgjax.processes import process_from_config
+
+    process = process_from_config(config)
+    return {k: config.sample[k] for k in process.sampler_options if k in config.sample}
+
+
+def check_validation_config(config) -> None:
+    """ValueError naming the field for validation settings no run could use."""
+    v = config.get("validation")
+    if v is None or int(v.every_epochs) == 0:
+        return
+    every, ckpt = int(v.every_epochs), int(config.train.checkpoint_every_epochs)
+    if every < 0 or every % ckpt:
+        raise ValueError(f"config.validation.every_epochs: expected 0 (off) or a positive "
+                         f"multiple of config.train.checkpoint_every_epochs ({ckpt}), got {every}")
+    if int(v.num_samples) < 1:
+        raise ValueError("config.validation.num_samples: expected a positive integer")
+    if int(v.num_reference) < 1:
+        raise ValueError("config.validation.num_reference: expected a positive integer")
+    if v.validity not in ("", "planar", "sbm"):
+        raise ValueError(f"config.validation.validity: expected '', 'planar' or 'sbm', got "
+                         f"{v.validity!r}")
+    if v.metric == "valid" and not v.validity:
+        raise ValueError("config.validation.metric='valid' needs a rule in "
+                         "config.validation.validity ('planar' or 'sbm')")
+    selection_key({"avg": 0.0, "valid": 1.0}, v.metric)  # validates the metric
+
+
+class Validator:
+    """Model selection by samples (``ddgjax.validation``) inside the training loop.
+
+    Called at a checkpoint boundary with the replicated train state, it samples and
+    scores the model (EMA parameters where ``config.sample.use_ema`` and EMA is on),
+    saves ``checkpoints/best_val`` when the score beats the best so far (kept across
+    resumptions in the ``best_val`` checkpoint's meta) and returns the scores.
+    """
+
+    def __init__(self, config, reference, reference_name, model, process, max_nodes,
+                 node_counts, workdir):
+        self.config, self.reference, self.reference_name = config, reference, reference_name
+        self.model, self.process, self.max_nodes = model, process, max_nodes
+        self.node_counts, self.workdir = node_counts, workdir
+        self.every = int(config.validation.every_epochs)
+        self.metric = config.validation.metric
+        self.use_ema = bool(config.sample.get("use_ema", False)) and config.train.ema_decay > 0
+        self.best = None
+        if checkpoints.latest_step(workdir, "best_val") is not None:
+            best_meta = checkpoints.restore_meta(workdir, "best_val")
+            self.best = tuple(best_meta["validation_key"])
+
+    @classmethod
+    def from_config(cls, config, ds, model, process, max_nodes, workdir):
+        """None unless ``config.validation.every_epochs > 0``."""
+        v = config.get("validation")
+        if v is None or int(v.every_epochs) == 0:
+            return None
+        reference, name = validation_reference(ds, int(v.num_reference))
+        return cls(config, reference, name, model, process, max_nodes,
+                   node_count_distribution(ds.train), workdir)
+
+    def __call__(self, state, epoch: int, step: int, meta: dict) -> dict:
+        params = to_host(state.ema_params if self.use_ema else state.params)
+        run = Run(self.config, self.model, self.process, params, self.max_nodes,
+                  self.node_counts, meta)
+        scores = validation_scores(run, self.reference, self.config.validation,
+                                   seed=int(self.config.train.seed))
+        key = selection_key(scores, self.metric)
+        scores = {**scores, "reference": self.reference_name,
+                  "params": "ema" if self.use_ema else "raw"}
+        if self.best is None or key < self.best:
+            self.best = key
+            checkpoints.save(self.workdir, "best_val", step, state,
+                             {**meta, "validation": scores, "validation_key": list(key)})
+        return scores

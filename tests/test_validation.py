@@ -1,0 +1,83 @@
+"""Model selection by samples: the reference graphs, the ranking, the config checks, and
+a tiny training run that keeps the best-scoring checkpoint as ``best_val``."""
+import json
+
+import networkx as nx
+import pytest
+
+from configs import test as test_config
+from ddgjax import checkpoints, training
+from ddgjax.data import Dataset
+from ddgjax.sampling import generate, load_run
+from ddgjax.validation import (check_validation_config, score_graphs, selection_key,
+                               validation_reference)
+
+
+def test_reference_is_the_val_split_or_a_training_slice():
+    g = [nx.path_graph(k) for k in range(3, 9)]
+    with_val = Dataset("d", source="x", train=g[:3], test=g[3:4], val=g[4:])
+    assert validation_reference(with_val, 2) == (g[4:], "val")
+    no_val = Dataset("d", source="x", train=g[:3], test=g[3:], val=[])
+    assert validation_reference(no_val, 2) == (g[:2], "train[:2]")
+    assert validation_reference(no_val, 10) == (g[:3], "train[:3]")
+
+
+def test_selection_key_orders_by_metric():
+    a = {"avg": 0.01, "valid": 0.5}
+    b = {"avg": 0.02, "valid": 0.9}
+    assert selection_key(a, "mmd") < selection_key(b, "mmd")
+    assert selection_key(b, "valid") < selection_key(a, "valid")
+    assert selection_key({"avg": float("nan")}, "mmd") > selection_key(b, "mmd")
+    with pytest.raises(ValueError, match="config.validation.metric"):
+        selection_key(a, "loss")
+
+
+def test_score_graphs_counts_valid_graphs():
+    planar = [nx.cycle_graph(6), nx.complete_graph(4)]
+    bad = [nx.complete_graph(5), nx.disjoint_union(nx.path_graph(2), nx.path_graph(2))]  # non-planar; disconnected
+    s = score_graphs(planar + bad, planar, validity="planar")
+    assert s["valid"] == 0.5 and set(s) == {"degree", "clustering", "orbit", "avg", "valid"}
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("every_epochs", 3, "multiple of config.train.checkpoint_every_epochs"),
+    ("num_samples", 0, "num_samples"),
+    ("validity", "tree", "validity"),
+    ("metric", "loss", "metric"),
+])
+def test_bad_validation_config(field, value, match):
+    cfg = test_config.get_config()
+    cfg.validation.every_epochs = 2
+    cfg.validation[field] = value
+    with pytest.raises(ValueError, match=match):
+        check_validation_config(cfg)
+    cfg = test_config.get_config()
+    cfg.validation.every_epochs = 2
+    cfg.validation.metric = "valid"
+    with pytest.raises(ValueError, match="needs a rule"):
+        check_validation_config(cfg)
+
+
+def test_training_keeps_the_best_validation_checkpoint(tmp_path):
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 6
+    cfg.validation.every_epochs = 2
+    cfg.validation.num_samples = 8
+    cfg.validation.num_reference = 16
+    cfg.validation.validity = "planar"
+    cfg.validation.metric = "valid"
+    wd = str(tmp_path / "run")
+    training.train(cfg, wd, stop_after_epochs=4, verbose=False)
+    training.train(cfg, wd, verbose=False)  # resumes; keeps comparing with the saved best
+    records = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
+    val = [r for r in records if "validation" in r]
+    assert [r["epoch"] for r in val] == [2, 4, 6]
+    assert all(r["validation"]["reference"] == "train[:16]" for r in val)
+    keys = [selection_key(r["validation"], "valid") for r in val]
+    best_meta = checkpoints.restore_meta(wd, "best_val")
+    best_epoch = val[keys.index(min(keys))]["epoch"]  # first of the ties, as saved
+    assert best_meta["epoch"] == best_epoch
+    assert tuple(best_meta["validation_key"]) == min(keys)
+    run = load_run(wd, "best_val")
+    assert run.meta["epoch"] == best_epoch
+    assert len(generate(run, 4, seed=1)["graphs"]) == 4
