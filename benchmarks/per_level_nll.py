@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from ddgjax.data import load_dataset  # noqa: E402
 from ddgjax.graphs import graphs_to_batch, pair_mask  # noqa: E402
 from ddgjax.level_diagnostics import level_stats  # noqa: E402
+from ddgjax.models import model_from_config  # noqa: E402
 from ddgjax.processes import BitFlipProcess  # noqa: E402
 from ddgjax.sampling import load_run  # noqa: E402
 
@@ -45,6 +46,15 @@ def probe_levels(process: BitFlipProcess, wanted: list[float]) -> list[tuple[int
     return sorted(set(out), key=lambda x: x[1])
 
 
+def with_compute_dtype(run, dtype: str):
+    """``run`` with its model rebuilt in compute dtype ``dtype`` ("" keeps it)."""
+    if not dtype:
+        return run
+    config = run.config.copy_and_resolve_references()
+    config.model.compute_dtype = dtype
+    return run._replace(config=config, model=model_from_config(config))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", required=True)
@@ -57,8 +67,15 @@ def main():
     ap.add_argument("--levels", default=LEVELS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="", help="write the table as JSON here")
+    ap.add_argument("--compute_dtype", default="", help="override the run's model compute "
+                    "dtype (float32 / bfloat16)")
+    ap.add_argument("--matmul_precision", default="", help="jax_default_matmul_precision "
+                    "(e.g. highest: true float32 products instead of TF32 on NVIDIA GPUs)")
     args = ap.parse_args()
-    run = load_run(args.workdir, args.checkpoint, use_ema=args.ema)
+    if args.matmul_precision:
+        jax.config.update("jax_default_matmul_precision", args.matmul_precision)
+    run = with_compute_dtype(load_run(args.workdir, args.checkpoint, use_ema=args.ema),
+                             args.compute_dtype)
     if not isinstance(run.process, BitFlipProcess):
         sys.exit(f"per_level_nll.py: {args.workdir} is a {run.process.name!r} run; this "
                  f"diagnostic reads bit-flip runs only")
@@ -101,6 +118,9 @@ def main():
               f"{row['false_alarm']:11.2f}", flush=True)
     if args.out:
         meta = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
+                "compute_dtype": run.config.model.compute_dtype,
+                "matmul_precision": args.matmul_precision or "default",
+                "device": jax.devices()[0].device_kind,
                 "split": args.split, "graphs": B, "draws": args.draws, "density": density,
                 "rho": rho, "seed": args.seed}
         with open(args.out, "w") as f:

@@ -162,8 +162,14 @@ def sample_one_run(args, name: str) -> dict:
     from ddgjax.metrics.validity import vun_metrics
     from ddgjax.sampling import generate, load_run
 
+    from per_level_nll import with_compute_dtype
+
+    if args.matmul_precision:
+        import jax
+        jax.config.update("jax_default_matmul_precision", args.matmul_precision)
     wd = os.path.join(args.runs, name)
-    runs = {ema: load_run(wd, "latest", use_ema=ema) for ema in (False, True)}
+    runs = {ema: with_compute_dtype(load_run(wd, "latest", use_ema=ema), args.compute_dtype)
+            for ema in (False, True)}
     ds = load_dataset(runs[True].config.data.source)
     out = {}
     for setting in args.samplers.split(","):
@@ -176,6 +182,8 @@ def sample_one_run(args, name: str) -> dict:
         vun = vun_metrics(res["graphs"], ds.train, "planar")
         out[setting] = {"num_steps": steps, "ema": use_ema, "options": options,
                         "checkpoint_epoch": run.meta.get("epoch"),
+                        "compute_dtype": run.config.model.compute_dtype,
+                        "matmul_precision": args.matmul_precision or "default",
                         "mmd": {k: ev[k] for k in ("degree", "clustering", "orbit", "avg")},
                         "ratios": {k: ev.get(f"{k}_ratio") for k in ("degree", "clustering",
                                                                      "orbit", "avg")},
@@ -206,7 +214,8 @@ def sample_phase(args) -> None:
     procs = [subprocess.Popen([sys.executable, __file__, "sample", "--out", args.out, "--runs",
                                args.runs, "--variants", args.variants, "--only_run", n,
                                "--num_samples", str(args.num_samples), "--seed", str(args.seed),
-                               "--samplers", args.samplers]
+                               "--samplers", args.samplers, "--compute_dtype", args.compute_dtype,
+                               "--matmul_precision", args.matmul_precision]
                               + (["--tars", args.tars] if args.tars else []), env=env)
              for n in names]
     for p in procs:
@@ -241,6 +250,10 @@ def main() -> None:
     ap.add_argument("--extra", default="", help="more train.py overrides for every variant "
                     "(e.g. tiny sizes for a CPU smoke run)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS), help="sampler settings to sweep")
+    ap.add_argument("--compute_dtype", default="", help="sample with this model compute dtype "
+                    "instead of the run's")
+    ap.add_argument("--matmul_precision", default="", help="jax_default_matmul_precision for "
+                    "sampling (highest: float32 products, no TF32)")
     args = ap.parse_args()
     train_phase(args) if args.phase == "train" else sample_phase(args)
 

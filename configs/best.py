@@ -26,6 +26,9 @@ RECIPES = {
 }
 
 
+MIX = {"planar_60": 0.5, "spectre_planar_64": 0.0}
+
+
 def get_config(dataset=None):
     if dataset not in RECIPES:
         raise ValueError(f"configs/best.py needs a dataset: configs/best.py:NAME with NAME one "
@@ -44,4 +47,14 @@ def get_config(dataset=None):
     config.sample.algorithm = algorithm
     config.sample.num_steps = steps
     config.sample.grid = "power:3"
+    # round 7 (docs/RESULTS.md, "Planar"): the log-scale noise channel and training more at
+    # low noise; per-pair mixing of Algorithm 2's draw into Algorithm 1's steps.
+    config.model.ppgn.noise_features = "log"
+    config.diffusion.train_grid = "power:2"
+    config.sample.renoise_mix = MIX[dataset]
+    # model selection by samples: validity first, then MMD (checkpoints/best_val)
+    config.validation.every_epochs = 500
+    config.validation.num_samples = 128
+    config.validation.validity = "planar"
+    config.validation.metric = "valid"
     return config

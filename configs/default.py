@@ -70,6 +70,13 @@ def get_config():
     config.sample.grid = "trained"
     config.sample.argmax_last = False  # the last step takes the most likely A_0
     config.sample.final_pass = False   # one more denoiser call at beta_bar = 0 on A_0
+    # Hybrids (steps from beta_bar <= level use Algorithm 1 / 2; 0: off), and the levers of
+    # bitflip.reverse_step: per-pair mixing of Algorithm 2's draw into Algorithm 1 steps,
+    # and a factor on the denoiser's logits.
+    config.sample.alg1_below = 0.0
+    config.sample.alg2_below = 0.0
+    config.sample.renoise_mix = 0.0
+    config.sample.logit_scale = 1.0
     config.sample.batch_size = 1024
     config.sample.num_samples = 1024
     config.sample.seed = 0

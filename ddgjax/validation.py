@@ -65,25 +65,16 @@ def selection_key(scores: dict, metric: str) -> tuple[float, ...]:
 
 
 def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
-    """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``) and
-    score them (``score_graphs``); also returns ``sample_seconds``. Sampling uses this
+    """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``; its
+    process carries the ``config.sample`` sampler settings) and score them (``score_graphs``); also returns ``sample_seconds``. Sampling uses this
     process's devices only, so every process of a multi-host run draws the same graphs."""
     res = generate(run, int(val_cfg.num_samples), seed=seed,
                    batch_size=int(val_cfg.num_samples),
                    num_steps=int(val_cfg.get("num_steps", 0)) or None, timing=False,
-                   devices=jax.local_devices(), **sampler_options(run.config))
+                   devices=jax.local_devices())
     scores = score_graphs(res["graphs"], reference, val_cfg.get("validity", ""))
     scores["sample_seconds"] = float(res["compile_seconds"])
     return scores
-
-
-def sampler_options(config) -> dict:
-    """The sampler options ``config.sample`` sets for the run's noise process (keys the
-    process does not take are left out)."""
-    from ddgjax.processes import process_from_config
-
-    process = process_from_config(config)
-    return {k: config.sample[k] for k in process.sampler_options if k in config.sample}
 
 
 def check_validation_config(config) -> None:

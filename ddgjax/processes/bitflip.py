@@ -527,6 +527,8 @@ class BitFlipProcess(NoiseProcess):
         is the paper's uniform prior, the training split's density the marginal prior.
       train_grid: with ``continuous_time``, how training draws ``beta_bar``:
         ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
+      alg1_below, alg2_below, renoise_mix, logit_scale: the sampler's defaults for the
+        hybrid samplers and the two levers of ``reverse_step``.
     """
 
     schedule_name: str = "linear"
@@ -539,6 +541,10 @@ class BitFlipProcess(NoiseProcess):
     final_pass: bool = False
     prior_density: float = 0.5
     train_grid: str = "uniform"
+    alg1_below: float = 0.0
+    alg2_below: float = 0.0
+    renoise_mix: float = 0.0
+    logit_scale: float = 1.0
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
@@ -565,6 +571,8 @@ class BitFlipProcess(NoiseProcess):
         if train_kind not in ("uniform", "power"):
             raise ValueError(f"config.diffusion.train_grid: expected 'uniform' or 'power:GAMMA', "
                              f"got {self.train_grid!r}")
+        check_sampler_levers(self.alg1_below, self.alg2_below, self.renoise_mix,
+                             self.logit_scale)
         if self.train_grid != "uniform" and not self.continuous_time:
             raise ValueError("config.diffusion.train_grid: a training grid other than 'uniform' "
                              "needs config.diffusion.continuous_time=True")
@@ -592,34 +600,39 @@ class BitFlipProcess(NoiseProcess):
         """A sampler over ``num_steps`` levels (None: T). ``options`` override the process's
         defaults: ``algorithm`` (1 or 2; None or 0: the default, as
         ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
-        ``final_pass``, and the per-call options ``alg1_below``, ``alg2_below``,
-        ``renoise_mix``, ``logit_scale`` (``sample_graphs``)."""
+        ``final_pass``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``
+        (``sample_graphs``)."""
         self.check_sampler_options(options)
-        algorithm = options.get("algorithm") or self.algorithm
+        opt = lambda name: getattr(self, name) if options.get(name) is None else options[name]
+        algorithm = opt("algorithm") or self.algorithm
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
-        grid = str(options.get("grid") or self.grid)
+        grid = str(opt("grid") or self.grid)
         self._check_grid(grid)
         num_steps = int(num_steps or self.num_timesteps)
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
-        flag = lambda name: bool(getattr(self, name) if options.get(name) is None
-                                 else options[name])
-        below = {}
-        for name in ("alg1_below", "alg2_below"):
-            below[name] = float(options.get(name) or 0.0)
-            if not 0.0 <= below[name] <= 0.5:
-                raise ValueError(f"{name}: expected a noise level in [0, 1/2], got {below[name]}")
-        if below["alg1_below"] > 0 and below["alg2_below"] > 0:
-            raise ValueError("alg1_below and alg2_below: set at most one of them")
-        renoise_mix = float(options.get("renoise_mix") or 0.0)
-        if not 0.0 <= renoise_mix <= 1.0:
-            raise ValueError(f"renoise_mix: expected a probability in [0, 1], got {renoise_mix}")
-        logit_scale = float(1.0 if options.get("logit_scale") is None else options["logit_scale"])
-        if not logit_scale > 0.0:
-            raise ValueError(f"logit_scale: expected a positive factor, got {logit_scale}")
+        check_sampler_levers(float(opt("alg1_below")), float(opt("alg2_below")),
+                             float(opt("renoise_mix")), float(opt("logit_scale")))
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
-                              flag("argmax_last"), flag("final_pass"), **below,
-                              renoise_mix=renoise_mix, logit_scale=logit_scale)
+                              bool(opt("argmax_last")), bool(opt("final_pass")),
+                              alg1_below=float(opt("alg1_below")),
+                              alg2_below=float(opt("alg2_below")),
+                              renoise_mix=float(opt("renoise_mix")),
+                              logit_scale=float(opt("logit_scale")))
+
+
+def check_sampler_levers(alg1_below: float, alg2_below: float, renoise_mix: float,
+                         logit_scale: float) -> None:
+    """ValueError naming the option for hybrid-sampler levels and levers out of range."""
+    for name, level in (("alg1_below", alg1_below), ("alg2_below", alg2_below)):
+        if not 0.0 <= level <= 0.5:
+            raise ValueError(f"{name}: expected a noise level in [0, 1/2], got {level}")
+    if alg1_below > 0 and alg2_below > 0:
+        raise ValueError("alg1_below and alg2_below: set at most one of them")
+    if not 0.0 <= renoise_mix <= 1.0:
+        raise ValueError(f"renoise_mix: expected a probability in [0, 1], got {renoise_mix}")
+    if not logit_scale > 0.0:
+        raise ValueError(f"logit_scale: expected a positive factor, got {logit_scale}")
 
 
 def default_algorithm(loss_type: str) -> int:
@@ -640,7 +653,11 @@ def from_config(config) -> BitFlipProcess:
                           argmax_last=bool(s.get("argmax_last", False)),
                           final_pass=bool(s.get("final_pass", False)),
                           prior_density=prior_density(d),
-                          train_grid=str(d.get("train_grid", "uniform")))
+                          train_grid=str(d.get("train_grid", "uniform")),
+                          alg1_below=float(s.get("alg1_below", 0.0)),
+                          alg2_below=float(s.get("alg2_below", 0.0)),
+                          renoise_mix=float(s.get("renoise_mix", 0.0)),
+                          logit_scale=float(s.get("logit_scale", 1.0)))
 
 
 PRIORS = ("uniform", "marginal")
