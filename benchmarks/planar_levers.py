@@ -44,6 +44,11 @@ VARIANTS = {
                                  "--config.diffusion.train_grid=power:2",
                                  "--config.model.ppgn.noise_features=log"],
 }
+# runs of another config than configs/paper.py:planar_60,ppgn,simple: name -> (config, data file
+# in the directory of --data)
+VARIANT_CONFIGS = {"best_p60": ("configs/best.py:planar_60", "planar_60.json"),
+                   "best_p64": ("configs/best.py:spectre_planar_64", "spectre_planar_64.json")}
+VARIANTS.update({name: [] for name in VARIANT_CONFIGS})
 # name -> (num_steps, use_ema, sampler options)
 SAMPLERS = {
     "alg1_32": (32, True, {"algorithm": 1}),
@@ -88,12 +93,22 @@ SAMPLERS = {
     "alg1_32_pow3_ls2": (32, True, {"algorithm": 1, "grid": "power:3", "logit_scale": 2.0}),
     "alg2_32_pow4_ls15": (32, True, {"algorithm": 2, "grid": "power:4", "logit_scale": 1.5}),
     "alg2_32_pow4_ls2": (32, True, {"algorithm": 2, "grid": "power:4", "logit_scale": 2.0}),
+    # round 8: more mixing
+    "alg1_32_pow3_mix05": (32, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.5}),
+    "alg1_32_pow3_mix07": (32, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.7}),
+    "alg1_32_pow3_mix085": (32, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.85}),
+    "alg1_32_pow4_mix05": (32, True, {"algorithm": 1, "grid": "power:4", "renoise_mix": 0.5}),
+    "alg1_32_pow4_mix07": (32, True, {"algorithm": 1, "grid": "power:4", "renoise_mix": 0.7}),
+    "alg1_32_pow3_mix05_a2b002": (32, True, {"algorithm": 1, "grid": "power:3",
+                                             "renoise_mix": 0.5, "alg2_below": 0.02}),
+    "alg1_64_pow3_mix05": (64, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.5}),
 }
 
 
 def pack_for_sampling(workdir: str, tar_path: str) -> None:
-    """``tar_path``: the run's record and its ``latest`` parameters and EMA parameters
-    only (no optimizer state, no ``best``), about a quarter of the workdir."""
+    """``tar_path``: the run's record and the parameters and EMA parameters of its
+    ``latest`` (and ``best_val``, if any) checkpoints only (no optimizer state, no
+    ``best``)."""
     import numpy as np
 
     from ddgjax import checkpoints
@@ -107,11 +122,14 @@ def pack_for_sampling(workdir: str, tar_path: str) -> None:
         with open(os.path.join(workdir, f)) as src, open(os.path.join(slim, f), "w") as dst:
             dst.write(src.read())
     config, _ = read_run_record(workdir)
-    params, ema, meta = checkpoints.restore_params(workdir, "latest",
-                                                   abstract_params(model_from_config(config)))
-    state = {"step": np.asarray(meta["step"]), "params": params, "ema_params": ema,
-             "opt_state": np.zeros(())}
-    checkpoints.save(slim, "latest", int(meta["step"]), state, meta)
+    for kind in ("latest", "best_val"):
+        if checkpoints.latest_step(workdir, kind) is None:
+            continue
+        params, ema, meta = checkpoints.restore_params(workdir, kind,
+                                                       abstract_params(model_from_config(config)))
+        state = {"step": np.asarray(meta["step"]), "params": params, "ema_params": ema,
+                 "opt_state": np.zeros(())}
+        checkpoints.save(slim, kind, int(meta["step"]), state, meta)
     with tarfile.open(tar_path, "w:gz") as tar:
         tar.add(slim, arcname=name)
 
@@ -122,10 +140,13 @@ def train_phase(args) -> None:
     env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "PYTHONUNBUFFERED": "1"}
     procs = {}
     for name in args.variants.split(","):
+        config, data_file = VARIANT_CONFIGS.get(name, ("configs/paper.py:planar_60,ppgn,simple",
+                                                       os.path.basename(args.data)))
         cmd = [sys.executable, os.path.join(REPO, "train.py"),
-               "--config", os.path.join(REPO, "configs/paper.py") + ":planar_60,ppgn,simple",
+               "--config", os.path.join(REPO, config),
                f"--workdir={os.path.join(args.runs, name)}", "--quiet",
-               f"--config.data.source={args.data}", *VARIANTS[name], *args.extra.split()]
+               f"--config.data.source={os.path.join(os.path.dirname(args.data), data_file)}",
+               *VARIANTS[name], *args.extra.split()]
         log = open(os.path.join(args.out, f"train_{name}.log"), "w")
         procs[name] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), log)
     t0 = time.time()
@@ -168,7 +189,8 @@ def sample_one_run(args, name: str) -> dict:
         import jax
         jax.config.update("jax_default_matmul_precision", args.matmul_precision)
     wd = os.path.join(args.runs, name)
-    runs = {ema: with_compute_dtype(load_run(wd, "latest", use_ema=ema), args.compute_dtype)
+    runs = {ema: with_compute_dtype(load_run(wd, args.checkpoint, use_ema=ema),
+                                    args.compute_dtype)
             for ema in (False, True)}
     ds = load_dataset(runs[True].config.data.source)
     out = {}
@@ -215,7 +237,8 @@ def sample_phase(args) -> None:
                                args.runs, "--variants", args.variants, "--only_run", n,
                                "--num_samples", str(args.num_samples), "--seed", str(args.seed),
                                "--samplers", args.samplers, "--compute_dtype", args.compute_dtype,
-                               "--matmul_precision", args.matmul_precision]
+                               "--matmul_precision", args.matmul_precision,
+                               "--checkpoint", args.checkpoint]
                               + (["--tars", args.tars] if args.tars else []), env=env)
              for n in names]
     for p in procs:
@@ -227,7 +250,8 @@ def sample_phase(args) -> None:
             merged[n] = json.load(open(path))
             os.remove(path)
     meta = {"dataset": "planar_60 (160 train / 40 test)", "num_samples": args.num_samples,
-            "seed": args.seed, "protocol": "paper (MMD vs test split)", "checkpoint": "latest",
+            "seed": args.seed, "protocol": "paper (MMD vs test split)",
+            "checkpoint": args.checkpoint,
             "validity": "connected and planar (networkx)"}
     with open(os.path.join(args.out, args.result_name), "w") as f:
         json.dump({"meta": meta, "results": merged}, f, indent=2)
@@ -250,6 +274,8 @@ def main() -> None:
     ap.add_argument("--extra", default="", help="more train.py overrides for every variant "
                     "(e.g. tiny sizes for a CPU smoke run)")
     ap.add_argument("--samplers", default=",".join(SAMPLERS), help="sampler settings to sweep")
+    ap.add_argument("--checkpoint", default="latest", choices=["latest", "best_val"],
+                    help="the checkpoint the sample phase reads")
     ap.add_argument("--compute_dtype", default="", help="sample with this model compute dtype "
                     "instead of the run's")
     ap.add_argument("--matmul_precision", default="", help="jax_default_matmul_precision for "

@@ -31,7 +31,7 @@ KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--checkpoint", default="latest", choices=["latest", "best"])
+    ap.add_argument("--checkpoint", default="latest", choices=["latest", "best", "best_val"])
     ap.add_argument("--ema", action="store_true", help="sample with the EMA parameters")
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm"])
     ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper"])
