@@ -136,7 +136,7 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
         "malformed JSON": (base + [f"--config.data.source={bad_json}"], "malformed JSON"),
         "unknown config key": (base + ["--config.train.lrr=1"], "unknown config key"),
         "another model in this workdir": (base + ["--config.model.ppgn.hidden=12"],
-                                          "does not fit this config"),
+                                          "model.ppgn.hidden (8 -> 12)"),
     }
     for name, (args, expected) in cases.items():
         line = one_line_error(run(*args))

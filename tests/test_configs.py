@@ -41,7 +41,7 @@ EXPECTED = {
 def test_spec_key_values(spec):
     cfg = paper.get_config(spec)
     fname, hidden, blocks, T, epochs, kind, loss = EXPECTED[spec]
-    assert cfg.data.source == os.path.join(paper.DATA_DIR, fname)
+    assert cfg.data.source == paper.data_source(fname)
     assert cfg.model.name == spec.split(",")[1]
     assert (cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks) == (hidden, blocks)
     assert cfg.diffusion.num_timesteps == T and cfg.train.num_epochs == epochs
@@ -62,7 +62,7 @@ def legacy_config(name):
                                      "ego_small": ("ego_small.json", 32, 6, 5000),
                                      "sbm_27": ("sbm_27.json", 32, 6, 5000),
                                      "planar_60": ("planar_60.json", 128, 8, 2500)}[head]
-    cfg.data.source = os.path.join(paper.DATA_DIR, fname)
+    cfg.data.source = paper.data_source(fname)
     cfg.model.name = model
     cfg.model.ppgn.hidden = hidden
     cfg.model.ppgn.num_blocks = blocks
@@ -151,14 +151,14 @@ def test_best_recipes():
     from configs import best
 
     cfg = best.get_config("planar_60")
-    assert cfg.data.source.endswith("planar_60.json")
+    assert cfg.data.source == paper.data_source("planar_60.json")
     assert (cfg.diffusion.continuous_time, cfg.diffusion.prior, cfg.diffusion.num_timesteps) == \
         (True, "marginal", 128)
     assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay) == (32, 5000, 0.999)
     assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
         (1, 32, "power:3", True)
     p64 = best.get_config("spectre_planar_64")
-    assert p64.data.source.endswith("spectre_planar_64.json")
+    assert p64.data.source == paper.data_source("spectre_planar_64.json")
     assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
     with pytest.raises(ValueError, match="configs/best.py needs a dataset"):
         best.get_config(None)
