@@ -23,7 +23,7 @@ class Progress:
     """A one-line progress bar on stderr (a line per update when not a terminal).
 
     Updates closer together than ``min_interval`` seconds (default: 0.5 s on a
-    terminal, 5 s in a log file) are skipped, so it may be called every step.
+    terminal, 3 s in a log file) are skipped, so it may be called every step.
     The rate and ETA count from the first update (after any compile).
     """
 
@@ -32,7 +32,7 @@ class Progress:
         self.total, self.start, self.desc = total, start, desc
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
-        self.min_interval = (0.5 if self.tty else 5.0) if min_interval is None else min_interval
+        self.min_interval = (0.5 if self.tty else 3.0) if min_interval is None else min_interval
         self.first: tuple[float, float] | None = None   # (time, done) of the first update
         self.last_shown = float("-inf")
         self.done = start

@@ -229,6 +229,9 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     try:
         return _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
     except KeyboardInterrupt:
+        if where["epoch"] is not None and checkpoints.latest_step(workdir, "latest") is not None:
+            # the signal may have landed just after a save completed: ask the checkpoint
+            where["saved_epoch"] = int(checkpoints.restore_meta(workdir, "latest")["epoch"])
         raise TrainingInterrupted(interrupted_message(where)) from None
 
 
