@@ -124,7 +124,7 @@ def main(argv=None) -> int:
                 train_source = args.train
             elif ref_split not in (None, "train") and ref_file.split.get("train"):
                 train = select_split(ref_file, "train")
-                train_source = f"{ref_file.path}:train"
+                train_source = f"{parse_graph_spec(args.reference)[0]}:train"
             if args.validity and train is None:
                 raise ValueError("--validity needs training graphs for novelty: pass --train "
                                  "PATH[:SPLIT] (or a --reference file with a 'train' split)")
