@@ -12,12 +12,10 @@
   V.U.N. 85 % (Algorithm 1 matches the statistics better but is 50 % valid).
 
 Sample with ``--checkpoint latest`` (these runs were measured at their last
-checkpoint; ``best`` is the lowest training loss). Data from ``$DDGJAX_DATA``
-(default ``../shared/data``) as in ``configs/paper.py``.
+checkpoint; ``best`` is the lowest training loss). Data: the bundled copies, or
+``$DDGJAX_DATA`` as in ``configs/paper.py``.
 """
-import os
-
-from configs import paper
+from ddgjax.configs import paper
 
 RECIPES = {
     # dataset: (file, sampler algorithm, sampling steps)
@@ -35,7 +33,7 @@ def get_config(dataset=None):
                          f"of {', '.join(RECIPES)}; got {dataset!r}")
     fname, algorithm, steps = RECIPES[dataset]
     config = paper.get_config("planar_60,ppgn,simple")
-    config.data.source = os.path.join(paper.DATA_DIR, fname)
+    config.data.source = paper.data_source(fname)
     config.diffusion.continuous_time = True
     config.diffusion.num_timesteps = 128
     config.diffusion.prior = "marginal"

@@ -26,15 +26,17 @@ A bad spec (unknown field, wrong number of fields, no spec at all) raises
 ValueError with a one-line message listing the valid choices.
 
 The hyper-parameters and where they come from: docs/method.md, "Training setup".
-Datasets are the paper's exact graph lists, read from ``$DDGJAX_DATA``
-(default ``../shared/data``, relative to the working directory); point
-``--config.data.source`` elsewhere to use another copy.
+Datasets are the paper's exact graph lists, the copies bundled with the package
+(``ddgjax/data/bundled``, named e.g. ``planar_60``), so these configs work from
+any directory. With ``$DDGJAX_DATA`` set, ``$DDGJAX_DATA/NAME.json`` is read
+instead; ``--config.data.source`` points a single run elsewhere.
 """
 import os
 
-from configs import default
+from ddgjax.configs import default
 
-DATA_DIR = os.environ.get("DDGJAX_DATA", "../shared/data")
+# Empty: the bundled copies; else a directory holding NAME.json files.
+DATA_DIR = os.environ.get("DDGJAX_DATA", "")
 
 # dataset -> (file, PPGN hidden, PPGN blocks, epochs)
 DATASETS = {
@@ -49,6 +51,12 @@ OPTIONS = ("t128", "ema_long")
 # The named variants exist for this experiment only.
 OPTIONS_FOR = ("planar_60", "ppgn", "simple")
 GRAMMAR = "DATASET,MODEL,LOSS[,OPTION...]"
+
+
+def data_source(fname: str) -> str:
+    """``config.data.source`` for dataset file ``fname`` (e.g. ``"planar_60.json"``): the
+    bundled dataset of that name, or ``$DDGJAX_DATA/fname`` when that variable is set."""
+    return os.path.join(DATA_DIR, fname) if DATA_DIR else fname[:-len(".json")]
 
 
 def _choices() -> str:
@@ -108,7 +116,7 @@ def paper_config(dataset: str, model: str, loss: str, options=()):
     """
     config = default.get_config()
     fname, hidden, blocks, epochs = DATASETS[dataset]
-    config.data.source = os.path.join(DATA_DIR, fname)
+    config.data.source = data_source(fname)
     config.model.name = model
     config.model.ppgn.hidden = hidden
     config.model.ppgn.num_blocks = blocks

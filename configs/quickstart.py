@@ -1,5 +1,5 @@
 """Quick start on a CPU: built-in Community-small, a small PPGN, a few minutes."""
-from configs import default
+from ddgjax.configs import default
 
 
 def get_config():

@@ -1,5 +1,5 @@
 """A CPU-friendly test configuration: tiny model, a few epochs, tiny dataset."""
-from configs import default
+from ddgjax.configs import default
 
 
 def get_config():

@@ -2,6 +2,76 @@
 
 A reimplementation of Haefeli, Martinkus, Perraudin & Wattenhofer (2022),
 "Diffusion Models for Graphs Benefit From Discrete State Spaces".
+
+The Python API (the same steps as the ``ddgjax-train``, ``ddgjax-sample`` and
+``ddgjax-evaluate`` commands)::
+
+    import ddgjax
+    cfg = ddgjax.get_config("ego_small_ppgn_simple")   # a bundled config (or a file path)
+    cfg.train.num_epochs = 100
+    ddgjax.train(cfg, "runs/ego")                      # resumes if runs/ego holds this run
+    model = ddgjax.load("runs/ego")                    # checkpoint="best" | "latest"
+    graphs = model.sample(64, seed=0)                  # list of networkx.Graph
+    ds = ddgjax.load_dataset("ego_small")              # .train / .val / .test graph lists
+    scores = ddgjax.evaluate(graphs, ds.test, protocol="paper")   # degree, clustering, ...
+
+Importing ``ddgjax`` is cheap: JAX and the rest load on first use.
 """
+from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["evaluate", "get_config", "load", "load_dataset", "train", "__version__"]
+
+
+def get_config(name_or_path: str):
+    """A config by bundled name (``"quickstart"``, ``"test"``, ``"ego_small_ppgn_simple"``,
+    ``"best_planar_60"``, ...) or ``FILE[:ARG]`` path, as a locked ``ConfigDict``
+    (fields can be changed, not added). See ``ddgjax.configuration.get_config``."""
+    from ddgjax.configuration import get_config as _get_config
+
+    return _get_config(name_or_path)
+
+
+def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
+          stop_after_epochs: int | None = None) -> dict:
+    """Train ``config`` in ``workdir`` (what ``ddgjax-train`` does); returns a summary dict.
+
+    Resumes when ``workdir`` holds a checkpoint of the same run; a run with other
+    data or another model is refused unless ``restart=True`` (which moves it
+    aside). ``config`` may also be a config name or path (as for :func:`get_config`).
+    See ``ddgjax.training.train``.
+    """
+    from ddgjax.training import train as _train
+
+    if isinstance(config, str):
+        config = get_config(config)
+    return _train(config, workdir, restart=restart, verbose=verbose,
+                  stop_after_epochs=stop_after_epochs)
+
+
+def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None):
+    """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``; see ``ddgjax.trained``."""
+    from ddgjax.trained import load as _load
+
+    return _load(workdir, checkpoint, use_ema=use_ema)
+
+
+def load_dataset(name_or_path: str, **kwargs):
+    """A bundled dataset by name (``"planar_60"``, ``"spectre_sbm"``, ...), a graph file or
+    directory, or ``"builtin:NAME"``: a ``Dataset`` with ``.train``, ``.val``, ``.test``
+    lists of ``networkx.Graph``. See ``ddgjax.data.load_dataset``."""
+    from ddgjax.data import load_dataset as _load_dataset
+
+    return _load_dataset(name_or_path, **kwargs)
+
+
+def __getattr__(name: str):
+    # ``ddgjax.evaluate`` is the module ddgjax/evaluate.py, which is callable as
+    # evaluate(graphs, reference, protocol="paper", ...) -> dict (see there): a
+    # function of that name here would be replaced by the module once
+    # ``python -m ddgjax.evaluate`` or ``ddgjax-evaluate`` imports it.
+    if name == "evaluate":
+        import importlib
+
+        return importlib.import_module("ddgjax.evaluate")
+    raise AttributeError(f"module 'ddgjax' has no attribute {name!r}")

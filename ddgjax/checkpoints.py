@@ -14,7 +14,11 @@ step, loss). Orbax writes into a temporary directory and renames it when
 complete, so an interrupted save never replaces a good checkpoint.
 
 Training restores the whole state (``restore``); sampling restores only the
-parameters (``restore_params``), without building an optimizer.
+parameters (``restore_params``), without building an optimizer. A checkpoint
+whose files cannot be read (truncated, corrupt) raises
+:class:`UnreadableCheckpointError` naming its directory; :func:`set_aside` moves
+it out of its manager so training can go on from another one. A save holds
+SIGINT/SIGTERM until it is complete (``ddgjax.interrupts.deferred``).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from ddgjax.interrupts import deferred
 from ddgjax.parallel import to_host
 
 KINDS = ("latest", "best", "best_val")
@@ -33,6 +38,20 @@ KINDS = ("latest", "best", "best_val")
 class CheckpointError(RuntimeError):
     """No usable checkpoint where one was expected."""
 
+
+class UnreadableCheckpointError(CheckpointError):
+    """A checkpoint's files cannot be read; ``path`` is its directory."""
+
+    def __init__(self, path: str, reason: BaseException):
+        first_line = (str(reason).strip().splitlines() or [type(reason).__name__])[0]
+        super().__init__(f"{path}: unreadable checkpoint ({type(reason).__name__}: "
+                         f"{first_line[:200]})")
+        self.path = path
+
+
+def checkpoint_dir(workdir: str, kind: str, step: int) -> str:
+    """The directory of checkpoint ``kind`` at ``step``."""
+    return os.path.join(workdir, "checkpoints", kind, str(int(step)))
 
 def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointManager:
     if kind not in KINDS:
@@ -46,7 +65,7 @@ def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointMana
 def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
     """Save ``state`` (a pytree of arrays) and ``meta`` as checkpoint ``kind`` at ``step``."""
     state = to_host(state)
-    with _manager(workdir, kind) as mngr:
+    with deferred(), _manager(workdir, kind) as mngr:
         if int(step) in mngr.all_steps():
             # Only after a kill between saving `best` and `latest`: the resumed
             # run recomputes the same step (deterministic trajectory) and
@@ -69,13 +88,21 @@ def latest_step(workdir: str, kind: str) -> int | None:
 def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
     """Restore checkpoint ``kind`` into the structure of ``target``; returns (state, meta).
 
-    Raises CheckpointError naming the workdir if there is no checkpoint.
+    Raises CheckpointError naming the workdir if there is no checkpoint or it
+    does not fit ``target``, UnreadableCheckpointError if its files cannot be read.
     """
     step = _existing_step(workdir, kind)
     abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, to_host(target))
-    with _manager(workdir, kind, create=False) as mngr:
-        out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract),
-                                                         meta=ocp.args.JsonRestore()))
+    try:
+        with _manager(workdir, kind, create=False) as mngr:
+            out = mngr.restore(step, args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+    except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+        # Unreadable files, or a tree that does not fit the target? Reading the
+        # checkpoint without a target tells them apart.
+        _read_raw(workdir, kind, step)
+        raise CheckpointError(f"{workdir}: the '{kind}' checkpoint does not fit this config "
+                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from e
     _check_fits(out["state"], abstract, f"{workdir}: the '{kind}' checkpoint")
     return out["state"], dict(out["meta"])
 
@@ -103,12 +130,11 @@ def restore_params(workdir: str, kind: str, abstract_params: Any) -> tuple[Any, 
     The state is read without a target (no optimizer is built); the two parameter
     trees are checked against ``abstract_params`` (``ddgjax.models.abstract_params``)
     and come back as numpy arrays in its structure. Raises CheckpointError naming
-    the workdir if there is no checkpoint or it does not fit.
+    the workdir if there is no checkpoint or it does not fit,
+    UnreadableCheckpointError if its files cannot be read.
     """
     step = _existing_step(workdir, kind)
-    with _manager(workdir, kind, create=False) as mngr:
-        out = mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(),
-                                                         meta=ocp.args.JsonRestore()))
+    out = _read_raw(workdir, kind, step)
     state = out["state"]
     what = f"{workdir}: the '{kind}' checkpoint"
     if not isinstance(state, dict) or not {"params", "ema_params"} <= set(state):
@@ -133,18 +159,58 @@ def _check_same_paths(restored: Any, abstract: Any, what: str) -> None:
         raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
 
 
+def _read_raw(workdir: str, kind: str, step: int) -> dict:
+    """State (as saved, no target) and meta of one checkpoint; UnreadableCheckpointError
+    naming its directory if any of its files cannot be read."""
+    try:
+        with _manager(workdir, kind, create=False) as mngr:
+            return mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(),
+                                                              meta=ocp.args.JsonRestore()))
+    except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+        raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
+
+
+def available(workdir: str) -> dict[str, int]:
+    """``{kind: step}`` of the checkpoints present in ``workdir`` (readable or not)."""
+    steps = {kind: latest_step(workdir, kind) for kind in KINDS}
+    return {kind: step for kind, step in steps.items() if step is not None}
+
+
+def describe_available(workdir: str) -> str:
+    """``"latest (step 30), best (step 20)"`` or ``"none"``: for error messages."""
+    found = available(workdir)
+    return ", ".join(f"{kind} (step {step})" for kind, step in found.items()) or "none"
+
+
 def _existing_step(workdir: str, kind: str) -> int:
     step = latest_step(workdir, kind)
     if step is None:
         raise CheckpointError(f"{workdir}: no '{kind}' checkpoint found "
-                              f"(expected {os.path.join(workdir, 'checkpoints', kind)}/<step>); "
-                              "train a model there first with train.py")
+                              f"(expected {os.path.join(workdir, 'checkpoints', kind)}/<step>; "
+                              f"checkpoints there: {describe_available(workdir)}); "
+                              "train a model there first with ddgjax-train")
     return step
+
+
+def set_aside(workdir: str, kind: str) -> str:
+    """Move the (unreadable) checkpoint ``kind`` to ``checkpoints/unreadable-<kind>-<step>``,
+    out of its manager, so new saves of ``kind`` start afresh. Returns the new path."""
+    step = _existing_step(workdir, kind)
+    dest = os.path.join(workdir, "checkpoints", f"unreadable-{kind}-{step}")
+    suffix = 1
+    while os.path.exists(dest):
+        dest = os.path.join(workdir, "checkpoints", f"unreadable-{kind}-{step}-{suffix}")
+        suffix += 1
+    os.rename(checkpoint_dir(workdir, kind, step), dest)
+    return dest
 
 
 def restore_meta(workdir: str, kind: str) -> dict:
     """Only the JSON meta of checkpoint ``kind``."""
     step = _existing_step(workdir, kind)
-    with _manager(workdir, kind, create=False) as mngr:
-        out = mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+    try:
+        with _manager(workdir, kind, create=False) as mngr:
+            out = mngr.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+    except Exception as e:  # noqa: BLE001 - Orbax raises many types
+        raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
     return dict(out["meta"])

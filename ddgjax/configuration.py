@@ -1,4 +1,11 @@
-"""Checks of a run configuration that no single component owns.
+"""Finding configs by name, and checks of a run configuration no single component owns.
+
+Bundled configs (the files of the repository's ``configs/``, installed as
+``ddgjax.configs``) have names: ``default``, ``quickstart``, ``test``, every paper
+experiment as ``DATASET_MODEL_LOSS[_OPTION]`` (``ego_small_ppgn_simple``, from
+``configs/paper.py``) and our best recipes as ``best_DATASET`` (``configs/best.py``).
+:func:`resolve_config_arg` turns a name or a path into the ``FILE[:ARG]`` text the
+``--config`` flag loads; :func:`get_config` returns the config itself.
 
 The model (``ddgjax.models.model_from_config``) and the noise process
 (``ddgjax.processes.process_from_config``) check their own fields; this module
@@ -7,9 +14,83 @@ names the field before anything is built.
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+
 
 class ConfigError(ValueError):
     """A configuration value no run could use; the message names the field."""
+
+
+# Bundled configs that are whole files (no argument after the colon).
+PLAIN_CONFIGS = ("default", "quickstart", "test")
+
+
+def bundled_config_dir() -> str:
+    """The directory of the bundled config files (``configs/`` of the repository)."""
+    import ddgjax.configs
+
+    return os.path.dirname(os.path.abspath(ddgjax.configs.__file__))
+
+
+def bundled_configs() -> dict[str, tuple[str, str | None]]:
+    """Name -> ``(file in bundled_config_dir(), argument of its get_config or None)``."""
+    from ddgjax.configs import best, paper
+
+    names = {name: (f"{name}.py", None) for name in PLAIN_CONFIGS}
+    for spec in paper.all_specs():
+        names[spec.replace(",", "_")] = ("paper.py", spec)
+    for dataset in getattr(best, "RECIPES", {}):
+        names[f"best_{dataset}"] = ("best.py", dataset)
+    return names
+
+
+def resolve_config_arg(text: str) -> str:
+    """``--config`` text -> ``FILE[:ARG]`` of an existing config file.
+
+    ``text`` is a config file path, optionally with ``:ARG`` for its
+    ``get_config`` (``configs/paper.py:ego_small,ppgn,simple``), or a bundled
+    config name (``ego_small_ppgn_simple``). Raises ConfigError (one line) for
+    neither.
+    """
+    names = bundled_configs()
+    if text in names:  # a name wins over a file of that name (write ./NAME for the file)
+        fname, name_arg = names[text]
+        full = os.path.join(bundled_config_dir(), fname)
+        return f"{full}:{name_arg}" if name_arg else full
+    path, sep, arg = text.partition(":")
+    if os.path.isfile(os.path.expanduser(path)):
+        return text
+    if path.endswith(".py") or os.sep in path or "/" in path:
+        raise ConfigError(f"--config {text}: config file {path} not found")
+    raise ConfigError(
+        f"--config {text}: neither a config file nor a bundled config; bundled: "
+        f"{', '.join(PLAIN_CONFIGS)}, DATASET_MODEL_LOSS (e.g. ego_small_ppgn_simple; "
+        f"all: {', '.join(n for n in names if n not in PLAIN_CONFIGS)})")
+
+
+def load_config_file(path: str, arg: str | None = None):
+    """Execute config file ``path`` and return its ``get_config(arg)`` (or ``get_config()``)."""
+    name = "ddgjax_config_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "get_config"):
+        raise ConfigError(f"{path}: a config file must define get_config()")
+    return module.get_config(arg) if arg is not None else module.get_config()
+
+
+def get_config(name_or_path: str):
+    """The config of a bundled name or a ``FILE[:ARG]`` path, as a locked ConfigDict.
+
+    Locked: existing fields can be changed (``cfg.train.num_epochs = 10``), a
+    misspelt new one is an error. Raises ConfigError for an unknown name or a
+    missing file, ValueError for a bad argument (e.g. a paper spec).
+    """
+    path, sep, arg = resolve_config_arg(name_or_path).partition(":")
+    config = load_config_file(path, arg if sep else None)
+    config.lock()
+    return config
 
 
 def validate_config(config) -> None:

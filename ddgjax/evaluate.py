@@ -1,16 +1,18 @@
-"""Evaluate generated graphs against reference graphs; print one JSON object.
+"""Evaluate generated graphs against reference graphs: ``ddgjax.evaluate(...)`` in
+Python, ``ddgjax-evaluate`` (or ``python -m ddgjax.evaluate``) on the command line,
+which prints one JSON object.
 
 Usage::
 
-    python -m ddgjax.evaluate --reference ../shared/data/planar_60.json:test \\
-        --generated samples.json --protocol paper
-    python -m ddgjax.evaluate --reference ../shared/data/spectre_sbm.json:test \\
-        --generated samples.json --protocol spectre --validity sbm \\
-        --train ../shared/data/spectre_sbm.json:train
+    ddgjax-evaluate --reference planar_60:test --generated samples.json --protocol paper
+    ddgjax-evaluate --reference spectre_sbm:test --generated samples.json \\
+        --protocol spectre --validity sbm --train spectre_sbm:train
+    ddgjax-evaluate --reference my_graphs.json:test --generated samples.json
 
-``PATH[:SPLIT]`` names a JSON graph-list file and optionally one of its splits (without
-it, all graphs of the file). The output has ``degree``, ``clustering``, ``orbit``,
-``avg`` (and ``spectral`` under ``spectre``); when a training set is known -- ``--train``,
+``PATH[:SPLIT]`` names a JSON graph-list file (or a bundled dataset, e.g.
+``planar_60``) and optionally one of its splits (without it, all graphs of the
+file). The output has ``degree``, ``clustering``, ``orbit``, ``avg`` (and
+``spectral`` under ``spectre``); when a training set is known -- ``--train``,
 or else the ``train`` split of the reference file when ``--reference`` names another
 split -- also ``<stat>_floor`` (MMD of the training graphs against the reference) and
 ``<stat>_ratio``; with ``--validity``, ``valid``, ``unique``, ``novel`` and ``vun``.
@@ -23,7 +25,26 @@ import json
 import math
 import os
 import sys
+import types
 import warnings
+
+
+def evaluate(graphs, reference, protocol: str = "paper", train=None,
+             validity: str | None = None) -> dict:
+    """MMDs of generated ``graphs`` against ``reference`` (lists of ``networkx.Graph``).
+
+    ``protocol``: ``"paper"`` (EMD/L2 kernels, isolated nodes of generated graphs
+    dropped) or ``"spectre"`` (TV kernels plus a spectral MMD); ``train`` (the
+    training graphs) adds the train/test floor and ratios to it; ``validity``
+    (``"planar"`` or ``"sbm"``, needs ``train``) adds valid/unique/novel/V.U.N.
+    fractions. Returns a flat dict: ``degree``, ``clustering``, ``orbit``
+    [, ``spectral``], ``avg``, counts, and the extras above (see
+    ``ddgjax.metrics.evaluate_generated``; ``docs/evaluation.md``).
+    """
+    from ddgjax.metrics import evaluate_generated
+
+    return evaluate_generated(list(graphs), list(reference), protocol=protocol, train=train,
+                              validity=validity)
 
 
 def parse_graph_spec(spec: str) -> tuple[str, str | None]:
@@ -43,10 +64,11 @@ def parse_graph_spec(spec: str) -> tuple[str, str | None]:
 def load_graphs(spec: str, what: str):
     """Graphs of ``PATH[:SPLIT]``, plus the file (for its other splits)."""
     from ddgjax.data import read_graph_list, select_split
+    from ddgjax.data.datasets import BUNDLED_NAMES, bundled_path
     from ddgjax.graphs import GraphFormatError
 
     path, split = parse_graph_spec(spec)
-    f = read_graph_list(path)
+    f = read_graph_list(bundled_path(path) if path in BUNDLED_NAMES else path)
     graphs = select_split(f, split)
     if not graphs:
         where = f"split {split!r} of {path}" if split else path
@@ -62,10 +84,11 @@ def _clean(value):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m ddgjax.evaluate",
+        prog="ddgjax-evaluate",
         description="MMDs (and validity, uniqueness, novelty, V.U.N.) of generated graphs.")
     p.add_argument("--reference", required=True, metavar="PATH[:SPLIT]",
-                   help="reference graphs, e.g. data/planar_60.json:test")
+                   help="reference graphs, e.g. planar_60:test (a bundled dataset) or "
+                        "my_graphs.json:test")
     p.add_argument("--generated", required=True, metavar="PATH[:SPLIT]",
                    help="generated graphs (JSON graph list)")
     p.add_argument("--protocol", choices=("paper", "spectre"), default="paper",
@@ -101,7 +124,7 @@ def main(argv=None) -> int:
                 train_source = args.train
             elif ref_split not in (None, "train") and ref_file.split.get("train"):
                 train = select_split(ref_file, "train")
-                train_source = f"{ref_file.path}:train"
+                train_source = f"{parse_graph_spec(args.reference)[0]}:train"
             if args.validity and train is None:
                 raise ValueError("--validity needs training graphs for novelty: pass --train "
                                  "PATH[:SPLIT] (or a --reference file with a 'train' split)")
@@ -119,5 +142,25 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """Console-script entry point (``ddgjax-evaluate``)."""
     sys.exit(main())
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`evaluate`.
+
+    ``ddgjax.evaluate`` is both the API function and (for ``python -m
+    ddgjax.evaluate``) this module; importing the module replaces the package
+    attribute, so the module itself must be callable the same way.
+    """
+
+    def __call__(self, graphs, reference, protocol: str = "paper", train=None,
+                 validity: str | None = None) -> dict:
+        return evaluate(graphs, reference, protocol=protocol, train=train, validity=validity)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+if __name__ == "__main__":
+    run()

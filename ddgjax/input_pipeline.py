@@ -7,6 +7,7 @@ Batches are drawn per epoch from a permutation that depends only on
 """
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -33,10 +34,22 @@ def load_training_data(config) -> tuple[Dataset, GraphBatch, int]:
 
 def dataset_record(source: str, ds: Dataset, max_nodes: int) -> dict:
     """What a trained run must remember of its data (``dataset.json``): the source,
-    split sizes, ``max_nodes`` and the training split's node-count distribution."""
+    split sizes, ``max_nodes``, the training split's node-count distribution and a
+    digest of its graphs (so a resumed run can tell whether its data changed)."""
     return {"source": source, "name": ds.name, "max_nodes": int(max_nodes),
             "num_train": len(ds.train), "num_test": len(ds.test), "num_val": len(ds.val),
-            "node_counts": node_count_distribution(ds.train).to_dict()}
+            "node_counts": node_count_distribution(ds.train).to_dict(),
+            "train_digest": graphs_digest(ds.train)}
+
+
+def graphs_digest(graphs) -> str:
+    """SHA-256 (hex, first 16 characters) of a list of graphs: node counts and sorted edges,
+    in list order."""
+    h = hashlib.sha256()
+    for g in graphs:
+        edges = sorted((min(u, v), max(u, v)) for u, v in g.edges())
+        h.update(f"{g.number_of_nodes()}:{edges};".encode())
+    return h.hexdigest()[:16]
 
 
 def device_copy(batch: GraphBatch) -> GraphBatch:

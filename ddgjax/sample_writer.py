@@ -6,19 +6,63 @@ sampling settings under ``generated_by``), ``grid.png`` (generated vs training
 graphs), optionally ``graphml/`` (one file per graph) and ``chain.png`` (the
 reverse chain of a few graphs), and, where the dataset has a test split and a
 protocol is asked for, ``eval.json``.
+
+A sample directory is written whole into a fresh sibling directory and then
+swapped in for the old one (:func:`replace_dir`), so no file of an earlier run
+survives beside the new ones, and an interrupted run leaves the old directory as
+it was. :func:`check_output_dir` refuses a directory that holds anything else
+(sampling replaces it whole) or that cannot be written, before a model is loaded.
 """
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from typing import Callable
 
 import networkx as nx
 
 from ddgjax.data import load_dataset, write_graph_list
+from ddgjax.interrupts import deferred
 from ddgjax.plotting import chain_rows, draw_graph_grid
 from ddgjax.reporting import write_json_atomic
-from ddgjax.sampling import Run, generate
+from ddgjax.sampling import Run, SamplingError, generate
+from ddgjax.workdir import ensure_writable_dir
+
+# Everything write_sample_dir may write; a directory holding other entries is not replaced.
+SAMPLE_ENTRIES = ("samples.json", "grid.png", "chain.png", "eval.json", "graphml")
+
+
+def check_output_dir(out_dir: str) -> None:
+    """Raise SamplingError (one line) unless ``out_dir`` can be (re)placed by a sample directory:
+    its parent must be writable, and an existing ``out_dir`` must be a directory holding
+    only :data:`SAMPLE_ENTRIES`."""
+    out_dir = os.path.abspath(out_dir)
+    if os.path.exists(out_dir):
+        if not os.path.isdir(out_dir):
+            raise SamplingError(f"{out_dir}: output path exists and is not a directory")
+        foreign = sorted(set(os.listdir(out_dir)) - set(SAMPLE_ENTRIES))
+        if foreign:
+            raise SamplingError(
+                f"{out_dir}: holds files sampling did not write ({', '.join(foreign[:5])}"
+                f"{', ...' if len(foreign) > 5 else ''}); sampling replaces its output directory "
+                "whole, so choose a new or empty --out")
+    ensure_writable_dir(os.path.dirname(out_dir), what="output directory's parent")
+
+
+def replace_dir(new_dir: str, target: str) -> None:
+    """Put directory ``new_dir`` at ``target``, replacing what is there (two renames,
+    SIGINT/SIGTERM held meanwhile); the old directory is deleted after the swap."""
+    with deferred():
+        old = None
+        if os.path.exists(target):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.old-",
+                                   dir=os.path.dirname(target))
+            os.rename(target, os.path.join(old, "d"))
+        os.rename(new_dir, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, batch_size: int,
@@ -31,9 +75,11 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     ``record`` (e.g. the workdir and checkpoint) is stored with the samples.
     The summary has the sampling settings and speed (``info``), the generated
     graphs (``graphs``), and the evaluation (``eval``, or None when skipped).
+    ``out_dir`` is replaced whole (see the module docstring).
     """
     sampler_options = sampler_options or {}
-    os.makedirs(out_dir, exist_ok=True)
+    out_dir = os.path.abspath(out_dir)
+    check_output_dir(out_dir)
     res = generate(run, num_samples, seed=seed, batch_size=batch_size, num_steps=num_steps,
                    progress=progress, **sampler_options)
     graphs = res["graphs"]
@@ -41,6 +87,26 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
             "algorithm": res["algorithm"], "num_steps": res["num_steps"],
             "num_samples": num_samples, "graphs_per_second": res["graphs_per_second"],
             "compile_seconds": res["compile_seconds"], "sampler": res["sampler"]}
+    final_dir = out_dir
+    out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",
+                               dir=os.path.dirname(final_dir))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(out_dir, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the swap
+    try:
+        ev = _write_outputs(run, out_dir, graphs, info, res, seed=seed, num_steps=num_steps,
+                            sampler_options=sampler_options, graphml=graphml,
+                            chain_png=chain_png, protocol=protocol)
+        replace_dir(out_dir, final_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)  # left only if something failed
+    return {"info": info, "result": res, "graphs": graphs, "eval": ev}
+
+
+def _write_outputs(run: Run, out_dir: str, graphs: list, info: dict, res: dict, *, seed: int,
+                   num_steps, sampler_options: dict, graphml: bool, chain_png: int,
+                   protocol: str) -> dict | None:
+    """Write the files of a sample directory into ``out_dir``; returns the evaluation or None."""
     write_graph_list(os.path.join(out_dir, "samples.json"), graphs, name="samples",
                      generated_by=info)
     if graphml:
@@ -66,4 +132,4 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
         ev["eval_seconds"] = time.time() - t0
         ev.update(info)
         write_json_atomic(os.path.join(out_dir, "eval.json"), ev)
-    return {"info": info, "result": res, "graphs": graphs, "eval": ev}
+    return ev

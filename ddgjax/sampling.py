@@ -59,6 +59,10 @@ def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None
         process = process_from_config(config)
         params, ema_params, meta = checkpoints.restore_params(
             workdir, checkpoint, abstract_params(model, int(ds_info["max_nodes"])))
+    except checkpoints.UnreadableCheckpointError as e:
+        raise SamplingError(f"{e}; checkpoints in {workdir}: "
+                            f"{checkpoints.describe_available(workdir)} (pick one with "
+                            "--checkpoint)") from e
     except (WorkdirError, checkpoints.CheckpointError) as e:
         raise SamplingError(str(e)) from e
     if use_ema is None:
@@ -113,10 +117,16 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     ``graphs`` (networkx), ``seconds`` (sampling time without the first
     compile), ``compile_seconds``, ``graphs_per_second``, the sampler's ``info``
     (as ``sampler`` and merged in: ``num_steps``, and e.g. ``algorithm``), and ``chain``
-    (``[M, K+1, N, N]``) if asked.
+    (``[M, K+1, N, N]``) if asked. ``progress(done, total)`` is called with
+    ``done=0`` before the first batch (which compiles) and after every batch.
     """
     if num_samples < 1:
         raise SamplingError(f"--num_samples must be positive, got {num_samples}")
+    if batch_size < 1:
+        raise SamplingError(f"--batch_size (config.sample.batch_size) must be positive, "
+                            f"got {batch_size}")
+    if num_steps is not None and num_steps < 0:
+        raise SamplingError(f"--num_steps (config.sample.num_steps) must be >= 0, got {num_steps}")
     options = {k: v for k, v in sampler_options.items() if v is not None}
     try:
         sampler = run.process.sampler(num_steps or None, return_chain, **options)
@@ -137,6 +147,8 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     out_adj, out_chain = [], []
     t_compile, t_run = 0.0, 0.0
     num_batches = math.ceil(num_samples / batch_size)
+    if progress is not None:
+        progress(0, num_samples)
     for b in range(num_batches):
         lo = b * batch_size
         counts = np.zeros(batch_size, np.int32)

@@ -12,10 +12,15 @@ epochs, ending at a checkpoint boundary); the batches come from
 ``ddgjax.input_pipeline`` as indices into the device copy of the training set.
 The noise process (``ddgjax.processes``) supplies the loss; this module never
 names one.
+
+Faults: a workdir holding another run (other data, model or process) is refused
+(``ddgjax.workdir.check_same_run``; ``restart=True`` sets it aside); an unreadable
+``latest`` checkpoint falls back to ``best`` with a warning; Ctrl-C or SIGTERM
+raises :class:`TrainingInterrupted`, whose text says where the run stopped, after
+any checkpoint save in progress has completed.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, Callable
@@ -35,11 +40,17 @@ from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicat
 from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
 from ddgjax.validation import Validator, check_validation_config
-from ddgjax.workdir import write_run_record
+from ddgjax.workdir import (check_same_run, ensure_writable_dir, set_aside_previous_run,
+                            write_run_record)
 
 
 class TrainingError(RuntimeError):
     """Training cannot go on (non-finite loss, a workdir of another run, ...)."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped ``train``; the text says at which epoch and where a
+    resume starts. Checkpoints are complete (a save in progress was finished)."""
 
 
 @flax.struct.dataclass
@@ -90,10 +101,14 @@ def ema_update(ema_params, params, decay: float):
 
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
-                     ema_decay: float = 0.0) -> Callable:
+                     ema_decay: float = 0.0,
+                     on_step: Callable[[Any, Any], None] | None = None) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
-    The loss is ``process.loss`` with ``model.apply`` as the denoiser.
+    The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
+    (optional) is a host function ``(step, loss)`` called after every step from the
+    first device (``jax.debug.callback``), e.g. for a progress bar during a long
+    chunk; with None the compiled program has no callback.
 
     Args of the returned function:
       state: replicated TrainState.
@@ -126,6 +141,10 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
             updates, opt_state = tx.update(grads, state.opt_state, state.params)
             params = optax.apply_updates(state.params, updates)
             ema = ema_update(state.ema_params, params, ema_decay)
+            if on_step is not None:
+                jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
+                             lambda: jax.debug.callback(on_step, state.step + 1, loss),
+                             lambda: None)
             return TrainState(state.step + 1, params, ema, opt_state), loss
 
         return jax.lax.scan(one_step, state, batch_idx)
@@ -144,22 +163,40 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 
 
 def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
-    """``(state, start_epoch, best_loss)``: the workdir's ``latest`` checkpoint or a fresh state.
+    """``(state, start_epoch, best_loss)``: the workdir's newest readable checkpoint
+    (``latest``, else ``best``) or a fresh state.
 
-    Raises TrainingError if the workdir holds a checkpoint of another model.
+    An unreadable ``latest`` is moved aside (``checkpoints.set_aside``) with a
+    warning when ``best`` can be read. Raises TrainingError if the workdir holds a
+    checkpoint of another model, or only unreadable ones.
     """
     state = init_state(model, tx, key, max_nodes)
-    if checkpoints.latest_step(workdir, "latest") is None:
-        return state, 0, float("inf")
-    try:
-        state, meta = checkpoints.restore(workdir, "latest", state)
-    except (ValueError, TypeError, KeyError, checkpoints.CheckpointError) as e:
-        raise TrainingError(
-            f"{workdir}: its checkpoint does not fit this config (different model, sizes "
-            f"or max_nodes?); use a new --workdir or the run's own config.json "
-            f"[{type(e).__name__}: {str(e).splitlines()[0][:200]}]") from e
-    state = jax.tree_util.tree_map(jnp.asarray, state)
-    return state, int(meta["epoch"]), float(meta.get("best_loss", float("inf")))
+    unreadable = []
+    for kind in checkpoints.KINDS:  # newest first: latest, then best
+        if checkpoints.latest_step(workdir, kind) is None:
+            continue
+        try:
+            restored, meta = checkpoints.restore(workdir, kind, state)
+        except checkpoints.UnreadableCheckpointError as e:
+            unreadable.append((kind, e))
+            continue
+        except (ValueError, TypeError, KeyError, checkpoints.CheckpointError) as e:
+            raise TrainingError(
+                f"{workdir}: its checkpoint does not fit this config (different model, sizes "
+                f"or max_nodes?); use a new --workdir, --restart, or the run's own config.json "
+                f"[{type(e).__name__}: {str(e).splitlines()[0][:200]}]") from e
+        for bad_kind, error in unreadable:
+            if jax.process_index() == 0:
+                moved = checkpoints.set_aside(workdir, bad_kind)
+                print(f"warning: {error}; moved it to {moved}; resuming from the '{kind}' "
+                      f"checkpoint (epoch {meta['epoch']})", file=sys.stderr)
+        restored = jax.tree_util.tree_map(jnp.asarray, restored)
+        return restored, int(meta["epoch"]), float(meta.get("best_loss", float("inf")))
+    if unreadable:
+        raise TrainingError("; ".join(str(e) for _, e in unreadable) + "; no readable checkpoint "
+                            "is left to resume from: pass --restart to start over (the old run "
+                            "is moved aside)")
+    return state, 0, float("inf")
 
 
 def check_finite(losses: np.ndarray, first_epoch: int, workdir: str) -> None:
@@ -173,7 +210,8 @@ def check_finite(losses: np.ndarray, first_epoch: int, workdir: str) -> None:
 
 
 def train(config: ml_collections.ConfigDict, workdir: str, *,
-          stop_after_epochs: int | None = None, verbose: bool = True, devices=None) -> dict:
+          stop_after_epochs: int | None = None, verbose: bool = True, devices=None,
+          restart: bool = False) -> dict:
     """Train per ``config`` in ``workdir``, resuming from its latest checkpoint.
 
     Writes ``config.json`` and ``dataset.json`` (``ddgjax.workdir``),
@@ -183,18 +221,49 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     samples, ``Validator``).
     ``stop_after_epochs`` ends the run early (as if killed after that many
     epochs of this invocation), for tests of resumption. ``devices`` (default:
-    all) are the devices of the data-parallel mesh.
+    all) are the devices of the data-parallel mesh. A workdir holding a run with
+    other data, model or process settings is refused unless ``restart``, which
+    moves that run into ``workdir/replaced-<time>/`` and starts over.
 
-    Returns a summary dict (epochs, steps, best loss, timings).
+    Returns a summary dict (epochs, steps, best loss, timings). Raises
+    TrainingInterrupted (a KeyboardInterrupt) on Ctrl-C or SIGTERM.
     """
+    where = {"epoch": None, "saved_epoch": None}  # how far the run got, for the message
+    try:
+        return _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
+    except KeyboardInterrupt:
+        if where["epoch"] is not None and checkpoints.latest_step(workdir, "latest") is not None:
+            # the signal may have landed just after a save completed: ask the checkpoint
+            where["saved_epoch"] = int(checkpoints.restore_meta(workdir, "latest")["epoch"])
+        raise TrainingInterrupted(interrupted_message(where)) from None
+
+
+def interrupted_message(where: dict) -> str:
+    """The one line for an interrupted run; ``where`` has ``epoch`` (reached, or None
+    before training began) and ``saved_epoch`` (of the newest checkpoint, or None)."""
+    if where["epoch"] is None:
+        return "interrupted before training began; nothing was written; run the same command again"
+    saved = where["saved_epoch"]
+    if saved is None:
+        return (f"interrupted at epoch {where['epoch']}; resume with the same command "
+                "(no checkpoint was saved yet: it starts at epoch 0)")
+    if saved == where["epoch"]:
+        return f"interrupted at epoch {saved}; resume with the same command"
+    return (f"interrupted at epoch {where['epoch']}; resume with the same command (it continues "
+            f"from the checkpoint of epoch {saved})")
+
+
+def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where) -> dict:
+    """The body of :func:`train`; updates ``where`` as epochs pass and checkpoints are saved."""
     validate_config(config)
     check_validation_config(config)
     model = model_from_config(config)
     is_main = jax.process_index() == 0
+    ensure_writable_dir(workdir)
     ds, data, max_nodes = input_pipeline.load_training_data(config)
     config = fit_to_data(config, data.adj, data.node_mask)  # recorded in config.json
     process = process_from_config(config)
-    os.makedirs(workdir, exist_ok=True)
+    dataset = input_pipeline.dataset_record(config.data.source, ds, max_nodes)
     num_graphs = data.adj.shape[0]
 
     mesh = make_mesh(devices)
@@ -206,6 +275,12 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     steps_per_epoch = input_pipeline.steps_per_epoch(num_graphs, B)
     tx = make_optimizer(config.train, steps_per_epoch)
     root = jax.random.key(config.train.seed)
+    if restart:
+        moved = set_aside_previous_run(workdir) if is_main else None
+        if moved:
+            print(f"restart: moved the previous run in {workdir} to {moved}", file=sys.stderr)
+    elif checkpoints.available(workdir):
+        check_same_run(workdir, config, dataset)
     state, start_epoch, best_loss = restore_or_init(workdir, model, tx, jax.random.fold_in(root, 0),
                                                     max_nodes)
     validator = Validator.from_config(config, ds, model, process, max_nodes, workdir)
@@ -216,24 +291,30 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     if start_epoch and is_main:  # printed even when quiet: a resume should never be silent
         print(f"resuming from {workdir} at epoch {start_epoch} (step {int(state.step)})",
               file=sys.stderr)
+    where.update(epoch=start_epoch, saved_epoch=start_epoch if start_epoch else None)
 
     device_data = replicate(input_pipeline.device_copy(data), mesh)
     state = replicate(state, mesh)
+    num_epochs = config.train.num_epochs
+    bar = Progress(num_epochs, start_epoch, desc="epochs", enabled=verbose and is_main)
+
+    def on_step(step, loss):  # host side, every step of a chunk (device 0 only)
+        where["epoch"] = int(step) // steps_per_epoch
+        bar.update(int(step) / steps_per_epoch, loss=float(loss))
+
     chunk_fn = make_train_chunk(model, tx, process, mesh, jax.random.fold_in(root, 1),
-                                config.train.ema_decay)
+                                config.train.ema_decay, on_step=on_step if bar.enabled else None)
     # Written only now that the data, model and any checkpoint have loaded, so a
     # failed start never replaces the record of a good run.
     if is_main:
-        write_run_record(workdir, config,
-                         input_pipeline.dataset_record(config.data.source, ds, max_nodes))
+        write_run_record(workdir, config, dataset)
 
-    num_epochs = config.train.num_epochs
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,
                                                                  start_epoch + stop_after_epochs)
     ckpt_every = config.train.checkpoint_every_epochs
     log_every = config.train.log_every_epochs
     log = MetricsLog(workdir, enabled=is_main)
-    bar = Progress(num_epochs, start_epoch, desc="epochs", enabled=verbose and is_main)
+    log.truncate_after(start_epoch)  # epochs after the checkpoint are trained (and logged) again
     epoch = start_epoch
     window: list[float] = []
     t_start = time.time()
@@ -243,6 +324,8 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
         next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
         n_ep = next_stop - epoch
         idx = input_pipeline.batches_for_epochs(num_graphs, B, config.train.seed, epoch, next_stop)
+        if compile_s is None and bar.enabled:
+            print(f"compiling the training step ({n_dev} device(s))...", file=sys.stderr, flush=True)
         t0 = time.time()
         state, losses = chunk_fn(state, device_data.adj, device_data.node_mask,
                                  put_global(idx, batch_sharded(mesh, 1)))
@@ -253,13 +336,15 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
         epoch_losses = losses.mean(axis=1)
         window.extend(epoch_losses.tolist())
         epoch = next_stop
+        where["epoch"] = epoch
         step = int(to_host(state.step))
         for k, e_loss in enumerate(epoch_losses):
             e = epoch - n_ep + k + 1
             if e % log_every == 0 or e == epoch:
                 log.write({"epoch": e, "step": e * steps_per_epoch, "loss": float(e_loss),
                            "epochs_per_s": n_ep / dt})
-        bar.update(epoch, loss=float(epoch_losses[-1]), steps_per_s=n_ep * steps_per_epoch / dt)
+        bar.update(epoch, force=epoch == end_epoch, loss=float(epoch_losses[-1]),
+                   steps_per_s=n_ep * steps_per_epoch / dt)
         if epoch % ckpt_every == 0 or epoch == end_epoch:
             # Model selection: mean training loss over the epochs since the last checkpoint.
             sel = float(np.mean(window))
@@ -274,6 +359,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
                 bar.note(f"epoch {epoch}: validation " + ", ".join(
                     f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
             checkpoints.save(workdir, "latest", step, state, meta)
+            where["saved_epoch"] = epoch
     bar.close()
     summary = {"epochs": epoch, "steps": int(to_host(state.step)), "best_loss": best_loss,
                "seconds": time.time() - t_start, "first_call_seconds": compile_s,

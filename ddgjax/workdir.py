@@ -5,12 +5,18 @@
   split's node-count distribution, split sizes, the source).
 
 Both are written atomically, and only once a run has started well, so a failed
-start never replaces the record of a good run.
+start never replaces the record of a good run. A run resumed in a workdir must
+be the same run: :func:`check_same_run` compares the data, model and diffusion
+settings with the record, and :func:`set_aside_previous_run` moves an old run
+out of the way when a user asks to start over.
 """
 from __future__ import annotations
 
 import json
 import os
+import tempfile
+import time
+from typing import Any
 
 import ml_collections
 
@@ -18,6 +24,12 @@ from ddgjax.reporting import write_json_atomic
 
 CONFIG_FILE = "config.json"
 DATASET_FILE = "dataset.json"
+# What a training run writes into its workdir (moved aside as a whole on a restart).
+RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tensorboard", "samples")
+# Config sections (or single keys) a resumed run must share with the run it resumes.
+SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size")
+# Dataset-record fields that identify the training data.
+SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 
 
 class WorkdirError(RuntimeError):
@@ -46,3 +58,93 @@ def read_run_record(workdir: str) -> tuple[ml_collections.ConfigDict, dict]:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise WorkdirError(f"{path}: not a valid JSON file ({e})") from e
     return ml_collections.ConfigDict(out[0]), out[1]
+
+
+def ensure_writable_dir(path: str, what: str = "workdir") -> None:
+    """Create directory ``path`` if needed and check that files can be written there.
+
+    Raises WorkdirError naming the path (one line) otherwise.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise WorkdirError(f"{path}: cannot write to this {what} "
+                           f"({e.strerror or type(e).__name__})") from e
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (a ConfigDict or nested dicts)."""
+    if hasattr(tree, "to_dict"):
+        tree = tree.to_dict()
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: dict) -> list[str]:
+    """What makes a new run differ from the recorded one, as ``"key (old -> new)"`` texts.
+
+    Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have
+    (a key one of them lacks is not compared: configs gain keys over time) and
+    the dataset-record fields :data:`SAME_DATA_FIELDS` that both records have.
+    """
+    old_flat, new_flat = flatten(old_config), flatten(config)
+    diffs = []
+    for key in sorted(set(old_flat) & set(new_flat)):
+        if any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS):
+            if not _same_value(old_flat[key], new_flat[key]):
+                diffs.append(f"{key} ({old_flat[key]!r} -> {new_flat[key]!r})")
+    for field in SAME_DATA_FIELDS:
+        if field in old_dataset and field in dataset and old_dataset[field] != dataset[field]:
+            diffs.append("the training graphs (their content differs)" if field == "train_digest"
+                         else f"dataset {field} ({old_dataset[field]!r} -> {dataset[field]!r})")
+    return diffs
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal, treating lists and tuples alike (JSON has no tuples)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def check_same_run(workdir: str, config: ml_collections.ConfigDict, dataset: dict) -> None:
+    """Raise WorkdirError (one line naming the differing keys) if the run recorded in
+    ``workdir`` used other data, another model or another diffusion process.
+
+    A workdir without a record (an older or foreign layout) is not checked.
+    """
+    try:
+        old_config, old_dataset = read_run_record(workdir)
+    except WorkdirError:
+        return
+    diffs = run_differences(old_config, old_dataset, config, dataset)
+    if diffs:
+        raise WorkdirError(
+            f"{workdir} holds a run with other settings; refusing to resume it with "
+            f"{'; '.join(diffs)}. Pass --restart (train(..., restart=True)) to start over "
+            "in this workdir (the old run is moved aside, not deleted), or use another --workdir")
+
+
+def set_aside_previous_run(workdir: str) -> str | None:
+    """Move what a previous run wrote (:data:`RUN_ENTRIES`) into ``workdir/replaced-<time>/``.
+
+    Returns that directory, or None when there was nothing to move. Nothing is deleted.
+    """
+    present = [name for name in RUN_ENTRIES if os.path.lexists(os.path.join(workdir, name))]
+    if not present:
+        return None
+    dest = os.path.join(workdir, time.strftime("replaced-%Y%m%d-%H%M%S"))
+    suffix = 1
+    while os.path.exists(dest):
+        dest = os.path.join(workdir, time.strftime("replaced-%Y%m%d-%H%M%S") + f"-{suffix}")
+        suffix += 1
+    os.makedirs(dest)
+    for name in present:
+        os.rename(os.path.join(workdir, name), os.path.join(dest, name))
+    return dest

@@ -76,34 +76,42 @@ def one_line_error(res):
 
 @pytest.fixture(scope="module")
 def trained_workdir(tmp_path_factory):
-    """train (killed mid-run) -> resume -> done; shared by the tests below."""
+    """train (interrupted by Ctrl-C mid-run) -> resume -> done; shared by the tests below."""
     wd = tmp_path_factory.mktemp("run") / "wd"
     common = ["train.py", "--config=configs/test.py", f"--workdir={wd}", "--quiet",
               "--config.train.checkpoint_every_epochs=1"]
-    # A real kill: start a long run, SIGKILL it once a checkpoint exists.
+    # A real Ctrl-C: start a long run, SIGINT it once a checkpoint exists.
     proc = subprocess.Popen([sys.executable, *common, "--config.train.num_epochs=1000"],
-                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     latest = wd / "checkpoints" / "latest"
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         if latest.is_dir() and any(p.name.isdigit() for p in latest.iterdir()):
             break
         time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert latest.is_dir(), proc.stderr.read().decode()[-2000:]
-    res = run(*common, "--config.train.num_epochs=3")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    # one line, no traceback, the epoch reached and how to resume
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-2000:]
+    m = re.fullmatch(r"interrupted at epoch (\d+); resume with the same command.*", err.strip())
+    assert m, err
+    assert latest.is_dir() and not list(latest.glob("*tmp*"))
+    total = int(m.group(1)) + 2   # a few epochs more than the interrupted run reached
+    res = run(*common, f"--config.train.num_epochs={total}")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "resuming from" in res.stderr and "trained 3 epochs" in res.stdout
+    assert "resuming from" in res.stderr and f"trained {total} epochs" in res.stdout
     meta = json.loads((wd / "config.json").read_text())
-    assert meta["train"]["num_epochs"] == 3
-    return wd
+    assert meta["train"]["num_epochs"] == total
+    return wd, total
 
 
 def test_train_resume_sample_end_to_end(trained_workdir):
-    wd = trained_workdir
+    wd, total = trained_workdir
     records = [json.loads(l) for l in (wd / "metrics.jsonl").read_text().splitlines()]
-    assert records[-1]["event"] == "end" and records[-1]["epochs"] == 3
+    assert records[-1]["event"] == "end" and records[-1]["epochs"] == total
+    assert [r["epoch"] for r in records if "epoch" in r] == list(range(1, total + 1))
     assert (wd / "checkpoints" / "best").is_dir()
     res = run("sample.py", f"--workdir={wd}", "--num_samples=10", "--batch_size=4", "--graphml",
               "--chain_png=2", "--quiet")
@@ -120,7 +128,7 @@ def test_train_resume_sample_end_to_end(trained_workdir):
 
 
 def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path):
-    wd = trained_workdir
+    wd, _ = trained_workdir
     before = tree_digest(wd / "checkpoints")
     cfg_before = (wd / "config.json").read_text()
     bad_json = tmp_path / "bad.json"
@@ -136,7 +144,7 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
         "malformed JSON": (base + [f"--config.data.source={bad_json}"], "malformed JSON"),
         "unknown config key": (base + ["--config.train.lrr=1"], "unknown config key"),
         "another model in this workdir": (base + ["--config.model.ppgn.hidden=12"],
-                                          "does not fit this config"),
+                                          "model.ppgn.hidden (8 -> 12)"),
     }
     for name, (args, expected) in cases.items():
         line = one_line_error(run(*args))

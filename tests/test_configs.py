@@ -41,7 +41,7 @@ EXPECTED = {
 def test_spec_key_values(spec):
     cfg = paper.get_config(spec)
     fname, hidden, blocks, T, epochs, kind, loss = EXPECTED[spec]
-    assert cfg.data.source == os.path.join(paper.DATA_DIR, fname)
+    assert cfg.data.source == paper.data_source(fname)
     assert cfg.model.name == spec.split(",")[1]
     assert (cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks) == (hidden, blocks)
     assert cfg.diffusion.num_timesteps == T and cfg.train.num_epochs == epochs
@@ -62,7 +62,7 @@ def legacy_config(name):
                                      "ego_small": ("ego_small.json", 32, 6, 5000),
                                      "sbm_27": ("sbm_27.json", 32, 6, 5000),
                                      "planar_60": ("planar_60.json", 128, 8, 2500)}[head]
-    cfg.data.source = os.path.join(paper.DATA_DIR, fname)
+    cfg.data.source = paper.data_source(fname)
     cfg.model.name = model
     cfg.model.ppgn.hidden = hidden
     cfg.model.ppgn.num_blocks = blocks
@@ -151,14 +151,58 @@ def test_best_recipes():
     from configs import best
 
     cfg = best.get_config("planar_60")
-    assert cfg.data.source.endswith("planar_60.json")
+    assert cfg.data.source == paper.data_source("planar_60.json")
     assert (cfg.diffusion.continuous_time, cfg.diffusion.prior, cfg.diffusion.num_timesteps) == \
         (True, "marginal", 128)
     assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay) == (32, 5000, 0.999)
     assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
         (1, 32, "power:3", True)
     p64 = best.get_config("spectre_planar_64")
-    assert p64.data.source.endswith("spectre_planar_64.json")
+    assert p64.data.source == paper.data_source("spectre_planar_64.json")
     assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
     with pytest.raises(ValueError, match="configs/best.py needs a dataset"):
         best.get_config(None)
+
+
+# ----------------------------------------------------------------------------
+# bundled configs by name (ddgjax.configuration)
+
+
+def test_every_paper_experiment_has_a_name():
+    from ddgjax.configuration import bundled_configs, get_config
+
+    names = bundled_configs()
+    for spec in paper.all_specs():
+        name = spec.replace(",", "_")
+        assert names[name] == ("paper.py", spec)
+        assert get_config(name).to_dict() == paper.get_config(spec).to_dict()
+    assert {"quickstart", "test", "default", "best_planar_60"} <= set(names)
+    assert "ego_small_ppgn_simple" in names
+
+
+def test_config_names_and_paths_resolve_alike(tmp_path, monkeypatch):
+    from ddgjax.configuration import ConfigError, get_config, resolve_config_arg
+
+    monkeypatch.chdir(tmp_path)   # names work from any directory
+    path, _, arg = resolve_config_arg("ego_small_ppgn_simple").partition(":")
+    assert os.path.basename(path) == "paper.py" and arg == "ego_small,ppgn,simple"
+    cfg = get_config("test")
+    assert cfg.diffusion.num_timesteps == 8
+    cfg.train.num_epochs = 3                      # existing fields can change ...
+    with pytest.raises(AttributeError):
+        cfg.train.num_epoch = 3                   # ... a misspelt one cannot be added
+    spec_path = f"{path}:planar_60,ppgn,vb"
+    assert get_config(spec_path).diffusion.loss == "vb"
+    with pytest.raises(ConfigError, match="nope.py not found"):
+        resolve_config_arg("configs/nope.py")
+    with pytest.raises(ConfigError, match="neither a config file nor a bundled config"):
+        resolve_config_arg("ego_small_ppgn")
+
+
+def test_paper_configs_read_the_bundled_datasets_unless_ddgjax_data_is_set(monkeypatch):
+    from ddgjax.data import BUNDLED_NAMES
+
+    monkeypatch.setattr(paper, "DATA_DIR", "")
+    assert paper.get_config("sbm_27,ppgn,simple").data.source == "sbm_27" in BUNDLED_NAMES
+    monkeypatch.setattr(paper, "DATA_DIR", "/my/data")
+    assert paper.get_config("sbm_27,ppgn,simple").data.source == "/my/data/sbm_27.json"

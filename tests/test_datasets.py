@@ -145,3 +145,29 @@ def test_paper_split():
 def test_builtin_graphs_are_cleaned():
     d = ds.load_dataset("builtin:sbm_27", num_graphs=5)
     assert all(g.graph == {} for g in d.train + d.test)
+
+
+# ----------------------------------------------------------------------------
+# bundled datasets
+
+
+@pytest.mark.parametrize("name", ds.BUNDLED_NAMES)
+def test_bundled_copy_is_identical_to_the_source_file(name):
+    import gzip
+
+    source = data_file(f"{name}.json")
+    with gzip.open(ds.bundled_path(name), "rb") as f:
+        assert f.read() == source.read_bytes()
+
+
+@pytest.mark.parametrize("name", ds.BUNDLED_NAMES)
+def test_bundled_names_load_from_any_directory(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    d = ds.load_dataset(name)
+    assert d.name == name and d.source == name
+    assert (len(d.train), len(d.val), len(d.test)) == README_SPLITS[f"{name}.json"]
+
+
+def test_unknown_name_lists_the_bundled_datasets():
+    with pytest.raises(GraphFormatError, match="not a bundled dataset.*planar_60"):
+        ds.load_dataset("planar_6")

@@ -95,3 +95,24 @@ def test_only_checkpoints_imports_orbax():
 def test_no_docstring_cites_a_file_outside_the_repository():
     for p in list(PACKAGE.rglob("*.py")) + list((REPO / "configs").glob("*.py")):
         assert "REFERENCE.md" not in p.read_text(), p
+
+
+def test_pyproject_installs_every_package_and_the_configs():
+    """The wheel's package list (explicit, since configs/ is mapped into the package)
+    names every directory of ddgjax/ that is a package, and configs as ddgjax.configs."""
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    tool = pyproject["tool"]["setuptools"]
+    packages = set(tool["packages"])
+    on_disk = {module_name(p.parent) for p in PACKAGE.rglob("__init__.py")}
+    assert on_disk | {"ddgjax.configs"} == packages
+    assert tool["package-dir"] == {"ddgjax.configs": "configs"}
+    assert set(pyproject["project"]["scripts"]) == {"ddgjax-train", "ddgjax-sample",
+                                                    "ddgjax-evaluate"}
+
+
+def test_top_level_scripts_are_thin():
+    for script in ("train.py", "sample.py"):
+        text = (REPO / script).read_text()
+        assert "sys.path" not in text and "from ddgjax.cli." in text

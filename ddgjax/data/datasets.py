@@ -7,8 +7,12 @@ One entry point, :func:`load_dataset`, turns a *source* string into a
 ==========================  ===================================================
 source                      meaning
 ==========================  ===================================================
-``path/to/file.json``       JSON graph-list file (the format of
-                            ``../shared/data``, see :mod:`ddgjax.data.formats`)
+``NAME``                    a bundled dataset, NAME one of :data:`BUNDLED_NAMES`
+                            (the paper's and SPECTRE's graph lists, shipped
+                            in ``ddgjax/data/bundled/``; its README gives
+                            their provenance and splits)
+``path/to/file.json``       JSON graph-list file (``.json.gz`` too; see
+                            :mod:`ddgjax.data.formats`)
 ``path/to/dir/``            a directory of edge-list files (``*.txt``,
                             ``*.edgelist``, ``*.edges``) or of GraphML files
                             (``*.graphml``), one graph per file
@@ -35,6 +39,10 @@ Splits (the provenance of each rule: ``docs/method.md``, "Datasets").
     (a stream separate from the graphs'; *not* the torch permutation of the
     SPECTRE files, which only the JSON files reproduce).
 
+A bundled name wins over a file or directory of the same name in the working
+directory (write ``./planar_60`` for that one), so a config naming a bundled
+dataset means the same graphs from any directory.
+
 Every loaded graph passes through :func:`ddgjax.graphs.clean_graph`
 (self-loops dropped with a warning, labels relabelled to ``0..n-1`` in sorted
 order). Errors are :class:`~ddgjax.graphs.GraphFormatError` and name the file,
@@ -54,6 +62,32 @@ from ddgjax.data.generators import builtin_spec, generate_graphs
 from ddgjax.graphs import GraphFormatError, clean_graph
 
 BUILTIN_PREFIX = "builtin:"
+BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled")
+# The graph lists shipped with the package (gzip-compressed JSON graph lists).
+BUNDLED_NAMES = ("community_small", "ego_small", "sbm_27", "planar_60",
+                 "spectre_comm20", "spectre_planar_64", "spectre_sbm")
+
+
+def bundled_path(name: str) -> str:
+    """Path of the bundled dataset ``name`` (one of :data:`BUNDLED_NAMES`)."""
+    if name not in BUNDLED_NAMES:
+        raise ValueError(f"unknown bundled dataset {name!r}; expected one of "
+                         f"{', '.join(BUNDLED_NAMES)}")
+    return os.path.join(BUNDLED_DIR, f"{name}.json.gz")
+
+
+def source_path(source: str) -> str:
+    """The file a source string reads: the bundled file for a bundled name, else
+    the source itself with ``~`` expanded. Raises GraphFormatError if it does not
+    exist (the message lists the bundled names)."""
+    if source in BUNDLED_NAMES:
+        return bundled_path(source)
+    path = os.path.expanduser(source)
+    if not os.path.exists(path):
+        raise GraphFormatError(
+            f"{source}: file or directory not found, and not a bundled dataset "
+            f"({', '.join(BUNDLED_NAMES)}) or builtin:NAME")
+    return path
 
 
 class Dataset(NamedTuple):
@@ -156,8 +190,9 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
     """Load a dataset from a path or generate a builtin one (see the module docstring).
 
     Args:
-      source: a path (JSON file, GraphML file, edge-list file, directory of
-        edge-list or GraphML files, pickle) or ``"builtin:NAME"``.
+      source: a bundled dataset name (:data:`BUNDLED_NAMES`, e.g. ``"planar_60"``),
+        a path (JSON file, GraphML file, edge-list file, directory of edge-list
+        or GraphML files, pickle) or ``"builtin:NAME"``.
       seed: seeds builtin generators and the SPECTRE-style random split; files
         ignore it.
       allow_pickle: allow ``.pkl``/``.pickle`` files (they can run code).
@@ -179,6 +214,6 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
     if num_graphs is not None:
         raise ValueError(f"{source}: num_graphs applies only to builtin:NAME sources; "
                          "a file always loads whole")
-    path = os.path.expanduser(source)
+    path = source_path(source)
     f = read_graphs(path, allow_pickle=allow_pickle)
     return _make_dataset(f.name, f.graphs, f.split or None, source, path)

@@ -6,7 +6,7 @@ Every reader returns raw ``networkx.Graph`` objects; cleaning (node labels to
 :class:`~ddgjax.graphs.GraphFormatError` and name the file, the graph index or
 line, and the field or problem.
 
-JSON graph-list format (the format of ``../shared/data`` and of sampled graphs)::
+JSON graph-list format (the format of the bundled datasets and of sampled graphs)::
 
     {"name": str, "split": {"train": [...], "test": [...], ...},
      "graphs": [{"n": int, "edges": [[i, j], ...]}, ...]}
@@ -26,6 +26,7 @@ type and suffix.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pickle
@@ -39,7 +40,7 @@ from ddgjax.graphs import GraphFormatError, _where, clean_graph
 EDGE_LIST_SUFFIXES = (".txt", ".edgelist", ".edges")
 GRAPHML_SUFFIXES = (".graphml",)
 PICKLE_SUFFIXES = (".pkl", ".pickle")
-JSON_SUFFIXES = (".json",)
+JSON_SUFFIXES = (".json", ".json.gz")
 
 
 class GraphListFile(NamedTuple):
@@ -98,17 +99,23 @@ def _graph_from_record(rec: Any, path: str, index: int) -> nx.Graph:
 
 
 def read_graph_list(path: str | os.PathLike) -> GraphListFile:
-    """Read a JSON graph-list file. Errors name the file, the graph and the field."""
+    """Read a JSON graph-list file (gzip-compressed if its name ends in ``.gz``).
+
+    Errors name the file, the graph and the field.
+    """
     path = os.fspath(path)
     if not os.path.exists(path):
         raise GraphFormatError(f"{path}: file not found")
     try:
-        with open(path) as f:
+        opener = gzip.open if path.lower().endswith(".gz") else open
+        with opener(path, "rt") as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
         raise GraphFormatError(f"{path}: malformed JSON: {e}") from e
     except UnicodeDecodeError as e:
         raise GraphFormatError(f"{path}: not a text JSON file: {e}") from e
+    except (OSError, EOFError) as e:  # a damaged or non-gzip .gz file
+        raise GraphFormatError(f"{path}: cannot read: {e}") from e
     if isinstance(data, list):  # a bare list of graph records is accepted too
         data = {"graphs": data}
     if not isinstance(data, dict) or "graphs" not in data:
@@ -169,11 +176,15 @@ def write_graph_list(path: str | os.PathLike, graphs: Sequence[nx.Graph], name: 
 
 
 def _suffix(path: str) -> str:
+    """Lower-case suffix; ``.json.gz`` counts as one."""
+    if path.lower().endswith(".json.gz"):
+        return ".json.gz"
     return os.path.splitext(path)[1].lower()
 
 
 def _stem(path: str) -> str:
-    return os.path.splitext(os.path.basename(os.path.normpath(path)))[0]
+    name = os.path.basename(os.path.normpath(path))
+    return name[:-len(_suffix(name))] if _suffix(name) else name
 
 
 def read_edge_list(path: str) -> nx.Graph:
@@ -325,6 +336,6 @@ def read_graphs(path: str, allow_pickle: bool = False) -> GraphListFile:
         graphs, split = read_graph_pickle(path)
         return GraphListFile(graphs, split or {}, _stem(path), path)
     raise GraphFormatError(
-        f"{path}: unknown format {suffix or '(no suffix)'!r}; supported: JSON (.json), GraphML "
+        f"{path}: unknown format {suffix or '(no suffix)'!r}; supported: JSON (.json, .json.gz), GraphML "
         f"(.graphml), edge lists ({', '.join(EDGE_LIST_SUFFIXES)}), a directory of those, "
         f"pickles ({', '.join(PICKLE_SUFFIXES)}, with allow_pickle=True), or builtin:NAME")

@@ -1,0 +1,148 @@
+"""The command lines (``ddgjax-train``, ``ddgjax-sample``; ``ddgjax-evaluate`` is
+``ddgjax.evaluate``) and their shared plumbing: one-line errors, flag parsing,
+``--config`` names, multi-host start-up.
+
+Every command is ``main(argv) -> exit status`` (in-process testable) plus ``run()``
+for the console script. Exit status: 0 done, 1 bad input or a fault (one line
+``error: ...`` on stderr; a traceback only with ``DDGJAX_DEBUG=1``), 2 bad flags,
+130 interrupted (Ctrl-C or SIGTERM).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from ddgjax.graphs import GraphFormatError
+
+USER_ERRORS: tuple = (GraphFormatError, ValueError, OSError, KeyError)
+EXIT_USAGE = 2
+HELP_FLAGS = ("-h", "--help", "-help", "--helpfull", "--helpshort")
+
+
+def user_errors() -> tuple:
+    """Exception types that mean bad input or a fault outside our code (a full disk,
+    a read-only directory), reported as one line and exit code 1."""
+    from ddgjax.checkpoints import CheckpointError
+    from ddgjax.sampling import SamplingError
+    from ddgjax.training import TrainingError
+    from ddgjax.workdir import WorkdirError
+
+    return USER_ERRORS + (TrainingError, SamplingError, CheckpointError, WorkdirError)
+
+
+def one_line(message) -> str:
+    """``message`` with its whitespace (newlines included) collapsed to single spaces."""
+    return " ".join(str(message).split())
+
+
+def report_error(message, code: int = 1) -> int:
+    """Print ``error: message`` (one line) on stderr; returns ``code``. With
+    ``DDGJAX_DEBUG=1`` the traceback of the exception being handled comes first."""
+    if os.environ.get("DDGJAX_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return code
+
+
+def fail(message: str, code: int = 1):
+    """:func:`report_error`, then exit with ``code``."""
+    sys.exit(report_error(message, code))
+
+
+def wants_help(argv) -> bool:
+    return any(a in HELP_FLAGS for a in argv[1:])
+
+
+def print_help(doc: str, fv) -> None:
+    """The command's docstring and its flags, on stdout."""
+    print(doc.strip() + "\n\nflags:\n" + fv.get_help(include_special_flags=False))
+
+
+def resolve_config_flag(argv: list) -> list:
+    """``argv`` with the value of ``--config`` (a bundled name or ``FILE[:ARG]``) made an
+    existing ``FILE[:ARG]`` (``ddgjax.configuration.resolve_config_arg``); ConfigError
+    if it is neither. ``--config.KEY=VALUE`` overrides are left alone."""
+    from ddgjax.configuration import resolve_config_arg
+
+    out = list(argv)
+    for i, arg in enumerate(out):
+        m = re.fullmatch(r"(--?config)(=(.*))?", arg)
+        if not m:
+            continue
+        if m.group(2) is not None:
+            out[i] = f"{m.group(1)}={resolve_config_arg(m.group(3))}"
+        elif i + 1 < len(out):
+            out[i + 1] = resolve_config_arg(out[i + 1])
+    return out
+
+
+def parse_flag_values(fv, argv) -> int | None:
+    """Parse ``argv`` into ``fv``; on failure print one line and return EXIT_USAGE.
+
+    ml_collections raises deep inside flag parsing for an unknown config key
+    (``--config.train.lrr=1``) and puts a whole traceback into the message of a
+    config file that raises; both become one line here.
+    """
+    try:
+        rest = fv(argv)[1:]
+        if rest:
+            raise ValueError(f"unexpected arguments: {' '.join(rest)}")
+    except Exception as e:  # noqa: BLE001 - every parse failure is a usage error
+        msg = str(e).replace("\\n", "\n").replace("\\'", "'")
+        if "Error whilst parsing config file" in msg:
+            # the last line of the embedded traceback is the config file's own error
+            lines = [l for l in msg.strip().strip("'\"").splitlines() if l.strip()]
+            msg = "config file: " + (lines[-1] if lines else msg)
+        elif isinstance(e, AttributeError) or "Did you mean" in msg:
+            msg = "unknown config key " + msg.strip("'\" ").replace("''", "'")
+        print(f"error: {one_line(msg)}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
+def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
+                                 process_id: int = -1) -> None:
+    """Join a multi-host job when asked (flags) or when the environment sets one up.
+
+    With no flags, ``jax.distributed.initialize()`` is called only if a
+    cluster environment is detected (``JAX_COORDINATOR_ADDRESS``, SLURM, TPU
+    pods, ...); a plain single machine starts nothing.
+    """
+    import jax
+
+    # CPU-only hosts need a collectives backend for cross-process psum (no-op on GPU/TPU).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    if coordinator:
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                                   process_id=process_id)
+    elif os.environ.get("JAX_COORDINATOR_ADDRESS") or os.environ.get("SLURM_NTASKS", "1") != "1":
+        jax.distributed.initialize()
+
+
+def parse_option_values(items, flag: str = "--option") -> dict:
+    """``["grid=power:2", "final_pass=true", "eta=0.5"]`` -> ``{"grid": "power:2", ...}``.
+
+    Values read as booleans (true/false), integers or floats where they parse as one,
+    else as strings. Raises ValueError naming the flag for an item without ``=``.
+    """
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{flag} {item!r}: expected NAME=VALUE")
+        low = text.strip().lower()
+        if low in ("true", "false"):
+            value = low == "true"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = text.strip()
+        out[name.strip()] = value
+    return out
