@@ -23,6 +23,31 @@ __version__ = "0.1.0"
 __all__ = ["evaluate", "get_config", "load", "load_dataset", "train", "__version__"]
 
 
+def _map_source_configs() -> None:
+    """In a source checkout that is not installed (e.g. ``python train.py`` from a clone,
+    or a copy of the repository on an accelerator machine), ``configs/`` sits beside the
+    package rather than inside it: register it as ``ddgjax.configs``, which an install
+    provides through setuptools' ``package-dir``."""
+    import importlib.util
+    import os
+    import sys
+
+    if "ddgjax.configs" in sys.modules or importlib.util.find_spec("ddgjax.configs"):
+        return
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+    init = os.path.join(folder, "__init__.py")
+    if not os.path.exists(init):
+        return
+    spec = importlib.util.spec_from_file_location("ddgjax.configs", init,
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ddgjax.configs"] = module
+    spec.loader.exec_module(module)
+
+
+_map_source_configs()
+
+
 def get_config(name_or_path: str):
     """A config by bundled name (``"quickstart"``, ``"test"``, ``"ego_small_ppgn_simple"``,
     ``"best_planar_60"``, ...) or ``FILE[:ARG]`` path, as a locked ``ConfigDict``
