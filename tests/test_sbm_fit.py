@@ -28,7 +28,7 @@ def test_fit_recovers_planted_blocks_and_dl_prefers_them():
 def test_fit_is_deterministic_and_handles_trivial_graphs():
     g, _ = planted_sbm([20, 22], seed=1)
     np.testing.assert_array_equal(fit_sbm(g, seed=3), fit_sbm(g, seed=3))
-    np.testing.assert_array_equal(sbm_partition(g, seed=3, use_graph_tool=False),
+    np.testing.assert_array_equal(sbm_partition(g, seed=3, fit="ddgjax"),
                                   fit_sbm(g, seed=3))
     assert fit_sbm(nx.empty_graph(0)).shape == (0,)
     assert fit_sbm(nx.complete_graph(6)).tolist() == [0] * 6         # one block is cheapest

@@ -29,11 +29,16 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import warnings
+from typing import Sequence
 
 import networkx as nx
 import numpy as np
 from scipy import linalg as slinalg
 from scipy.special import gammaln
+
+from ddgjax.metrics.graph_tool_bridge import GraphToolError, find_graph_tool, graph_tool_blocks
 
 
 def _lnbinom(a, b):
@@ -191,7 +196,7 @@ def fit_sbm(g: nx.Graph, k_max: int = 8, seed: int = 0, patience: int = 2) -> np
     n = g.number_of_nodes()
     if n == 0:
         return np.zeros(0, np.int64)
-    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes), dtype=np.float64)
+    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64)
     np.fill_diagonal(adj, 0.0)
     rng = np.random.default_rng(seed)
     deg = adj.sum(1)
@@ -211,37 +216,55 @@ def fit_sbm(g: nx.Graph, k_max: int = 8, seed: int = 0, patience: int = 2) -> np
     return best_b
 
 
-def _graph_tool_blocks(g: nx.Graph, refinement_steps: int = 1000):  # pragma: no cover
-    """graph-tool's fit, as SPECTRE's code calls it (only when graph_tool imports)."""
-    import graph_tool.all as gt
-
-    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes))
-    gg = gt.Graph()
-    gg.add_vertex(adj.shape[0])
-    gg.add_edge_list(np.transpose(adj.nonzero()))
-    state = gt.minimize_blockmodel_dl(gg)
-    for _ in range(refinement_steps):
-        state.multiflip_mcmc_sweep(beta=np.inf, niter=10)
-    b = np.asarray(gt.contiguous_map(state.get_blocks()).a)
-    _, b = np.unique(b, return_inverse=True)
-    return b
+SBM_FITS = ("auto", "graph-tool", "ddgjax")
+OWN_FIT_LABEL = "ddgjax"
+FIT_ENV_VAR = "DDGJAX_SBM_FIT"
 
 
-def _have_graph_tool() -> bool:
-    """Whether ``import graph_tool`` works."""
-    try:
-        import graph_tool  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def resolve_sbm_fit(fit: str | None = None):
+    """``(runtime, label)`` for the requested fit: graph-tool's runtime or None (ours).
 
-
-def sbm_partition(g: nx.Graph, seed: int = 0, use_graph_tool: bool | None = None) -> np.ndarray:
-    """Block labels ``int[n]`` (0..B-1) of ``g``: graph-tool's fit or :func:`fit_sbm`.
-
-    ``use_graph_tool=None`` uses graph-tool when it imports; ``seed`` seeds
-    :func:`fit_sbm` only.
+    ``fit``: ``"graph-tool"`` (an error if graph-tool cannot be found), ``"ddgjax"``
+    (our fit), ``"auto"`` (graph-tool when found, else ours) or None (``$DDGJAX_SBM_FIT``
+    if set, else ``"auto"``).
     """
-    if use_graph_tool is None:
-        use_graph_tool = _have_graph_tool()
-    return _graph_tool_blocks(g) if use_graph_tool else fit_sbm(g, seed=seed)
+    if fit is None:
+        fit = os.environ.get(FIT_ENV_VAR, "auto").strip() or "auto"
+    if fit not in SBM_FITS:
+        raise ValueError(f"unknown SBM fit {fit!r}; choose one of {list(SBM_FITS)}")
+    if fit == "ddgjax":
+        return None, OWN_FIT_LABEL
+    runtime = find_graph_tool()
+    if runtime is None and fit == "graph-tool":
+        raise RuntimeError("SBM fit 'graph-tool' asked for but graph-tool was not found "
+                           "(install python3-graph-tool or set $DDGJAX_GRAPH_TOOL_PYTHON)")
+    return runtime, (runtime.label if runtime else OWN_FIT_LABEL)
+
+
+def sbm_partitions(graphs: Sequence[nx.Graph], fit: str | None = None, seed: int = 0,
+                   refinement_steps: int = 1000):
+    """Block labels of every graph and the name of the fit that produced them.
+
+    Returns ``(blocks, label)``: ``blocks[i]`` is ``int[n_i]`` in ``graphs[i].nodes``
+    order, -1 for nodes the fit left out (graph-tool's trailing isolated nodes, or a
+    failed fit); ``label`` is e.g. ``"graph-tool 2.45"`` or ``"ddgjax"``. With
+    ``fit="auto"`` (or None), a graph-tool interpreter that fails gives a warning and
+    our fit; with ``fit="graph-tool"`` it raises. ``refinement_steps`` is graph-tool's
+    number of merge-split sweeps; ``seed`` seeds either fit.
+    """
+    runtime, label = resolve_sbm_fit(fit)
+    graphs = list(graphs)
+    if runtime is not None:
+        try:
+            return graph_tool_blocks(graphs, runtime, seed=seed,
+                                     refinement_steps=refinement_steps), label
+        except GraphToolError as err:
+            if fit == "graph-tool":
+                raise
+            warnings.warn(f"{err}; using ddgjax's own SBM fit instead", RuntimeWarning)
+    return [fit_sbm(g, seed=seed) for g in graphs], OWN_FIT_LABEL
+
+
+def sbm_partition(g: nx.Graph, seed: int = 0, fit: str | None = None) -> np.ndarray:
+    """Block labels ``int[n]`` of one graph (:func:`sbm_partitions` for the fit)."""
+    return sbm_partitions([g], fit=fit, seed=seed)[0][0]

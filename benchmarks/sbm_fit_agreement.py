@@ -1,0 +1,172 @@
+"""Our SBM fit against graph-tool's, graph by graph (issue 13, item 2).
+
+Graph sets: the three splits of SPECTRE's SBM dataset; stand-ins for generated graphs
+made from the 40 test graphs (a fraction of the edges rewired to random non-edges:
+5%, 10%, 20%); Erdos-Renyi graphs with the test graphs' node and edge counts; fresh
+draws from SPECTRE's generator (2-5 blocks of 20-40 nodes, p = 0.3 / 0.005).
+For each set and fit: the SBM pass rate; per set, the agreement rate (both pass or
+both fail) and the confusion table (graph-tool rows, ours columns).
+
+    python benchmarks/sbm_fit_agreement.py --out docs/results/sbm_fit/agreement.json \\
+        --graph_tool_cache /tmp/sbm_gt_blocks.json
+
+graph-tool's fit takes about 5 s per graph (1000 merge-split sweeps); the cache file
+keeps its blocks so that reruns (e.g. after changing our fit) skip it. Needs graph-tool
+somewhere (ddgjax.metrics.graph_tool_bridge says where it looks).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+import networkx as nx
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from ddgjax.data import read_graph_list, select_split  # noqa: E402
+from ddgjax.metrics.sbm_fit import resolve_sbm_fit, sbm_partitions  # noqa: E402
+from ddgjax.metrics.validity import (sbm_block_counts, sbm_blocks_pass,  # noqa: E402
+                                     sbm_wald_pvalue)
+
+DATA = os.path.join(REPO, "..", "shared", "data", "spectre_sbm.json")
+REWIRE_FRACTIONS = (0.05, 0.10, 0.20)
+
+
+def rewire(g: nx.Graph, fraction: float, rng: np.random.Generator) -> nx.Graph:
+    """``g`` with ``round(fraction * m)`` edges moved to uniformly random non-edges."""
+    h = nx.Graph()
+    h.add_nodes_from(range(g.number_of_nodes()))
+    edges = list(g.edges)
+    k = int(round(fraction * len(edges)))
+    drop = set(rng.choice(len(edges), size=k, replace=False).tolist())
+    h.add_edges_from(e for i, e in enumerate(edges) if i not in drop)
+    n = h.number_of_nodes()
+    while h.number_of_edges() < len(edges):
+        i, j = rng.integers(n, size=2)
+        if i != j and not g.has_edge(i, j) and not h.has_edge(i, j):
+            h.add_edge(int(i), int(j))
+    return h
+
+
+def spectre_like_sbm(rng: np.random.Generator) -> nx.Graph:
+    """One draw of SPECTRE's SBM generator: 2-5 blocks of 20-40 nodes, p 0.3 / 0.005."""
+    sizes = rng.integers(20, 41, size=int(rng.integers(2, 6)))
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    p = np.where(labels[:, None] == labels[None, :], 0.3, 0.005)
+    u = np.triu(rng.random(p.shape) < p, 1)
+    g = nx.Graph()
+    g.add_nodes_from(range(len(labels)))
+    g.add_edges_from(zip(*np.nonzero(u)))
+    return g
+
+
+def graph_sets(seed: int = 0) -> dict:
+    """name -> list of graphs (module docstring)."""
+    ds = read_graph_list(DATA)
+    sets = {s: list(select_split(ds, s)) for s in ("train", "val", "test")}
+    rng = np.random.default_rng(seed)
+    for f in REWIRE_FRACTIONS:
+        sets[f"test_rewired_{int(f * 100)}pct"] = [rewire(g, f, rng) for g in sets["test"]]
+    sets["er_like_test"] = [nx.gnm_random_graph(g.number_of_nodes(), g.number_of_edges(),
+                                                seed=int(rng.integers(1 << 30)))
+                            for g in sets["test"]]
+    sets["fresh_sbm"] = [spectre_like_sbm(rng) for _ in range(40)]
+    return sets
+
+
+def graph_key(g: nx.Graph) -> str:
+    """A content hash of a graph (nodes in order, edges) for the cache."""
+    idx = {v: i for i, v in enumerate(g.nodes)}
+    edges = sorted(tuple(sorted((idx[u], idx[v]))) for u, v in g.edges)
+    return hashlib.sha1(json.dumps([g.number_of_nodes(), edges]).encode()).hexdigest()
+
+
+def fit_details(graphs, blocks) -> list:
+    """Per graph: ``{"valid", "num_blocks", "sizes", "pvalue"}`` from its block labels."""
+    out = []
+    for g, b in zip(graphs, blocks):
+        sizes, e = sbm_block_counts(g, b)
+        out.append({"valid": bool(sbm_blocks_pass(sizes, e)), "num_blocks": int(len(sizes)),
+                    "sizes": sorted(int(s) for s in sizes),
+                    "pvalue": float(sbm_wald_pvalue(sizes, e)) if len(sizes) else 0.0})
+    return out
+
+
+def agreement(gt_valid, our_valid) -> dict:
+    """Pass rates, agreement rate and the confusion table of two validity masks."""
+    a = np.asarray(gt_valid, bool)
+    b = np.asarray(our_valid, bool)
+    return {"num_graphs": int(len(a)), "graph_tool_pass": float(a.mean()),
+            "ddgjax_pass": float(b.mean()), "agreement": float((a == b).mean()),
+            "confusion": {"both_pass": int((a & b).sum()), "graph_tool_only": int((a & ~b).sum()),
+                          "ddgjax_only": int((~a & b).sum()), "both_fail": int((~a & ~b).sum())}}
+
+
+def graph_tool_blocks_cached(graphs, cache: dict, seed: int, steps: int) -> list:
+    """graph-tool's blocks for ``graphs``, fitting only those missing from ``cache``."""
+    keys = [f"{graph_key(g)}:{seed}:{steps}" for g in graphs]
+    todo = [i for i, k in enumerate(keys) if k not in cache]
+    if todo:
+        blocks, _ = sbm_partitions([graphs[i] for i in todo], fit="graph-tool", seed=seed,
+                                   refinement_steps=steps)
+        for i, b in zip(todo, blocks):
+            cache[keys[i]] = b.tolist()
+    return [np.asarray(cache[k]) for k in keys]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default=os.path.join(REPO, "docs/results/sbm_fit/agreement.json"))
+    p.add_argument("--graph_tool_cache", default=None, help="JSON file of graph-tool blocks")
+    p.add_argument("--seed", type=int, default=0, help="seed of both fits")
+    p.add_argument("--refinement_steps", type=int, default=1000)
+    p.add_argument("--sets", default=None, help="comma-separated subset of the graph sets")
+    args = p.parse_args()
+
+    _, gt_label = resolve_sbm_fit("graph-tool")
+    cache = {}
+    if args.graph_tool_cache and os.path.exists(args.graph_tool_cache):
+        with open(args.graph_tool_cache) as f:
+            cache = json.load(f)
+    sets = graph_sets(seed=0)
+    if args.sets:
+        sets = {k: sets[k] for k in args.sets.split(",")}
+    report = {"graph_tool": gt_label, "ddgjax_fit": "ddgjax", "seed": args.seed,
+              "refinement_steps": args.refinement_steps, "sets": {}}
+    for name, graphs in sets.items():
+        t0 = time.time()
+        gt_blocks = graph_tool_blocks_cached(graphs, cache, args.seed, args.refinement_steps)
+        t_gt = time.time() - t0
+        if args.graph_tool_cache:
+            with open(args.graph_tool_cache, "w") as f:
+                json.dump(cache, f)
+        t0 = time.time()
+        our_blocks, _ = sbm_partitions(graphs, fit="ddgjax", seed=args.seed)
+        t_ours = time.time() - t0
+        gt_det, our_det = fit_details(graphs, gt_blocks), fit_details(graphs, our_blocks)
+        row = agreement([d["valid"] for d in gt_det], [d["valid"] for d in our_det])
+        row["same_num_blocks"] = float(np.mean([a["num_blocks"] == b["num_blocks"]
+                                                for a, b in zip(gt_det, our_det)]))
+        row["ddgjax_seconds_per_graph"] = round(t_ours / len(graphs), 3)
+        row["graph_tool_seconds"] = round(t_gt, 1)
+        row["disagreements"] = [{"index": i, "graph_tool": a, "ddgjax": b}
+                                for i, (a, b) in enumerate(zip(gt_det, our_det))
+                                if a["valid"] != b["valid"]]
+        report["sets"][name] = row
+        print(f"{name:22s} n={row['num_graphs']:3d} gt={row['graph_tool_pass']:.3f} "
+              f"ours={row['ddgjax_pass']:.3f} agree={row['agreement']:.3f} "
+              f"{row['confusion']} same_B={row['same_num_blocks']:.3f}", flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
