@@ -26,7 +26,7 @@ import networkx as nx
 import numpy as np
 from scipy import stats as sstats
 
-from ddgjax.metrics.sbm_fit import sbm_partition
+from ddgjax.metrics.sbm_fit import resolve_sbm_fit, sbm_partitions
 
 SBM_P_INTRA = 0.3
 SBM_P_INTER = 0.005
@@ -47,12 +47,20 @@ def is_planar_valid(g: nx.Graph) -> bool:
 
 
 def sbm_block_counts(g: nx.Graph, blocks: np.ndarray):
-    """Block sizes ``n_r`` and the edge-count matrix (``2 e_rr`` on the diagonal)."""
-    adj = nx.to_numpy_array(g, nodelist=sorted(g.nodes), dtype=np.float64)
+    """Block sizes ``n_r`` and the edge-count matrix (``2 e_rr`` on the diagonal).
+
+    ``blocks`` labels the nodes in ``g.nodes`` order; nodes labelled -1 (left out of
+    the fit) count in no block, and neither do their edges.
+    """
+    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64)
     np.fill_diagonal(adj, 0.0)
-    _, b = np.unique(blocks, return_inverse=True)
+    blocks = np.asarray(blocks)
+    keep = blocks >= 0
+    if not keep.any():
+        return np.zeros(0), np.zeros((0, 0))
+    _, b = np.unique(blocks[keep], return_inverse=True)
     onehot = np.eye(int(b.max()) + 1)[b]
-    return onehot.sum(0), onehot.T @ adj @ onehot
+    return onehot.sum(0), onehot.T @ adj[np.ix_(keep, keep)] @ onehot
 
 
 def sbm_wald_pvalue(sizes, e, p_intra: float = SBM_P_INTRA,
@@ -69,16 +77,40 @@ def sbm_wald_pvalue(sizes, e, p_intra: float = SBM_P_INTRA,
     return float(p.mean())
 
 
-def is_sbm_valid(g: nx.Graph, p_intra: float = SBM_P_INTRA, p_inter: float = SBM_P_INTER,
-                 seed: int = 0, use_graph_tool: bool | None = None) -> bool:
-    """SBM validity: 2-5 blocks of 20-40 nodes and mean Wald p-value > 0.9."""
-    if g.number_of_nodes() == 0 or g.number_of_edges() == 0:
-        return False
-    blocks = sbm_partition(g, seed=seed, use_graph_tool=use_graph_tool)
-    sizes, e = sbm_block_counts(g, blocks)
+def sbm_blocks_pass(sizes, e, p_intra: float = SBM_P_INTRA,
+                    p_inter: float = SBM_P_INTER) -> bool:
+    """The test on fitted blocks: 2-5 blocks of 20-40 nodes, mean Wald p-value > 0.9."""
+    sizes = np.asarray(sizes)
     if len(sizes) < 2 or len(sizes) > 5 or sizes.min() < 20 or sizes.max() > 40:
         return False
     return sbm_wald_pvalue(sizes, e, p_intra, p_inter) > 0.9
+
+
+def sbm_validity(graphs: Sequence[nx.Graph], fit: str | None = None, seed: int = 0,
+                 p_intra: float = SBM_P_INTRA, p_inter: float = SBM_P_INTER,
+                 refinement_steps: int = 1000):
+    """``(bool[len], fit_label)``: SBM validity of every graph and which fit decided it.
+
+    ``fit`` as in :func:`ddgjax.metrics.sbm_fit.resolve_sbm_fit` (graph-tool when it is
+    found, else ours); all graphs go to the fit in one batch. A graph with no nodes or
+    no edges is invalid.
+    """
+    graphs = list(graphs)
+    todo = [i for i, g in enumerate(graphs) if g.number_of_nodes() and g.number_of_edges()]
+    blocks, label = sbm_partitions([graphs[i] for i in todo], fit=fit, seed=seed,
+                                   refinement_steps=refinement_steps)
+    out = np.zeros(len(graphs), bool)
+    for i, b in zip(todo, blocks):
+        out[i] = sbm_blocks_pass(*sbm_block_counts(graphs[i], b), p_intra, p_inter)
+    if not todo:
+        label = resolve_sbm_fit(fit)[1]
+    return out, label
+
+
+def is_sbm_valid(g: nx.Graph, p_intra: float = SBM_P_INTRA, p_inter: float = SBM_P_INTER,
+                 seed: int = 0, fit: str | None = None) -> bool:
+    """SBM validity of one graph (:func:`sbm_validity`; batch graphs there instead)."""
+    return bool(sbm_validity([g], fit=fit, seed=seed, p_intra=p_intra, p_inter=p_inter)[0][0])
 
 
 VALIDITY_FUNCTIONS = {"planar": is_planar_valid, "sbm": is_sbm_valid}
@@ -125,27 +157,43 @@ def novel_mask(graphs: Sequence[nx.Graph], train: Sequence[nx.Graph]) -> np.ndar
                      for g in graphs], dtype=bool)
 
 
-def validity_mask(graphs: Sequence[nx.Graph], kind: str) -> np.ndarray:
-    """``bool[len]`` validity under ``kind`` in {"planar", "sbm"}."""
+def validity_with_fit(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None):
+    """``(bool[len], fit_label)``: validity under ``kind`` in {"planar", "sbm"}.
+
+    ``fit_label`` names the SBM fit (e.g. ``"graph-tool 2.45"``, ``"ddgjax"``) for
+    ``kind="sbm"`` and is None for planar; ``sbm_fit`` picks it
+    (:func:`ddgjax.metrics.sbm_fit.resolve_sbm_fit`).
+    """
     if kind not in VALIDITY_FUNCTIONS:
         raise ValueError(f"unknown validity {kind!r}; choose one of {list(VALIDITY_FUNCTIONS)}")
+    if kind == "sbm":
+        return sbm_validity(graphs, fit=sbm_fit)
     fn = VALIDITY_FUNCTIONS[kind]
-    return np.array([bool(fn(g)) for g in graphs], dtype=bool)
+    return np.array([bool(fn(g)) for g in graphs], dtype=bool), None
+
+
+def validity_mask(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None) -> np.ndarray:
+    """``bool[len]`` validity under ``kind`` in {"planar", "sbm"} (:func:`validity_with_fit`)."""
+    return validity_with_fit(graphs, kind, sbm_fit)[0]
 
 
 def vun_metrics(generated: Sequence[nx.Graph], train: Sequence[nx.Graph],
-                validity: str) -> dict:
+                validity: str, sbm_fit: str | None = None) -> dict:
     """``{"valid", "unique", "novel", "vun"}`` as fractions of all generated graphs.
 
     ``unique`` = first occurrences of isomorphism classes / all; ``novel`` = not
     isomorphic to a training graph / all; ``vun`` = valid and first occurrence and
-    novel / all.
+    novel / all. For ``validity="sbm"`` the dict also has ``"sbm_fit"``, the fit that
+    decided validity (``"graph-tool 2.45"``, ``"ddgjax"``; ``sbm_fit`` picks it).
     """
     generated = list(generated)
     if not generated:
         raise ValueError("the generated graph list is empty")
-    valid = validity_mask(generated, validity)
+    valid, fit_label = validity_with_fit(generated, validity, sbm_fit)
     unique = first_occurrence_mask(generated)
     novel = novel_mask(generated, train)
-    return {"valid": float(valid.mean()), "unique": float(unique.mean()),
-            "novel": float(novel.mean()), "vun": float((valid & unique & novel).mean())}
+    out = {"valid": float(valid.mean()), "unique": float(unique.mean()),
+           "novel": float(novel.mean()), "vun": float((valid & unique & novel).mean())}
+    if fit_label is not None:
+        out["sbm_fit"] = fit_label
+    return out
