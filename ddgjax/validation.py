@@ -70,11 +70,20 @@ def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0
     process's devices only, so every process of a multi-host run draws the same graphs."""
     res = generate(run, int(val_cfg.num_samples), seed=seed,
                    batch_size=int(val_cfg.num_samples),
-                   num_steps=int(val_cfg.get("num_steps", 0)) or None, timing=False,
+                   num_steps=validation_num_steps(run.config), timing=False,
                    devices=jax.local_devices())
     scores = score_graphs(res["graphs"], reference, val_cfg.get("validity", ""))
     scores["sample_seconds"] = float(res["compile_seconds"])
+    scores["num_steps"] = int(res["num_steps"])
     return scores
+
+
+def validation_num_steps(config) -> int | None:
+    """The sampling steps of validation: ``config.validation.num_steps``, else
+    ``config.sample.num_steps`` (what ``ddgjax-sample`` uses), else None (the process's
+    default: all trained levels)."""
+    steps = int(config.validation.get("num_steps", 0)) or int(config.sample.get("num_steps", 0))
+    return steps or None
 
 
 def check_validation_config(config) -> None:

@@ -22,6 +22,16 @@ def test_reference_is_the_val_split_or_a_training_slice():
     assert validation_reference(no_val, 10) == (g[:3], "train[:3]")
 
 
+def test_validation_steps_follow_the_sampling_config():
+    from ddgjax.validation import validation_num_steps
+    cfg = test_config.get_config()
+    assert validation_num_steps(cfg) is None  # all trained levels, as ddgjax-sample
+    cfg.sample.num_steps = 4
+    assert validation_num_steps(cfg) == 4
+    cfg.validation.num_steps = 2
+    assert validation_num_steps(cfg) == 2
+
+
 def test_selection_key_orders_by_metric():
     a = {"avg": 0.01, "valid": 0.5}
     b = {"avg": 0.02, "valid": 0.9}
@@ -66,6 +76,7 @@ def test_training_keeps_the_best_validation_checkpoint(tmp_path):
     cfg.validation.num_reference = 16
     cfg.validation.validity = "planar"
     cfg.validation.metric = "valid"
+    cfg.sample.num_steps = 4  # validation samples like ddgjax-sample: 4 of the 8 levels
     wd = str(tmp_path / "run")
     training.train(cfg, wd, stop_after_epochs=4, verbose=False)
     training.train(cfg, wd, verbose=False)  # resumes; keeps comparing with the saved best
@@ -73,6 +84,7 @@ def test_training_keeps_the_best_validation_checkpoint(tmp_path):
     val = [r for r in records if "validation" in r]
     assert [r["epoch"] for r in val] == [2, 4, 6]
     assert all(r["validation"]["reference"] == "train[:16]" for r in val)
+    assert all(r["validation"]["num_steps"] == 4 for r in val)
     keys = [selection_key(r["validation"], "valid") for r in val]
     best_meta = checkpoints.restore_meta(wd, "best_val")
     best_epoch = val[keys.index(min(keys))]["epoch"]  # first of the ties, as saved
