@@ -102,6 +102,13 @@ SAMPLERS = {
     "alg1_32_pow3_mix05_a2b002": (32, True, {"algorithm": 1, "grid": "power:3",
                                              "renoise_mix": 0.5, "alg2_below": 0.02}),
     "alg1_64_pow3_mix05": (64, True, {"algorithm": 1, "grid": "power:3", "renoise_mix": 0.5}),
+    # round 9: Algorithm 2 at 32 steps, chosen by validity on a separate sampling seed
+    "alg2_32_pow5": (32, True, {"algorithm": 2, "grid": "power:5"}),
+    "alg2_32_pow3_final": (32, True, {"algorithm": 2, "grid": "power:3", "final_pass": True}),
+    "alg2_32_pow4_argmax_final": (32, True, {"algorithm": 2, "grid": "power:4",
+                                             "argmax_last": True, "final_pass": True}),
+    "alg1_32_pow4_mix085": (32, True, {"algorithm": 1, "grid": "power:4", "renoise_mix": 0.85}),
+    "alg1_32_pow5_mix07": (32, True, {"algorithm": 1, "grid": "power:5", "renoise_mix": 0.7}),
 }
 
 
