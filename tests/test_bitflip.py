@@ -738,3 +738,22 @@ def test_training_grid_distorts_continuous_levels():
     with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
         BitFlipProcess(continuous_time=True, train_grid="cubic")
     assert BitFlipProcess(continuous_time=True, train_grid="power:2").train_grid == "power:2"
+
+
+@pytest.mark.parametrize("rho", [RHO, 0.5])
+def test_posterior_at_tiny_levels_in_float32(rho):
+    """At beta_bar ~ 1e-8, where float32 rounds 1 - 2 beta_bar to 1, the float32 posterior
+    and p_theta(a_{t-1} | A_t) stay finite and match float64 Bayes (they were 0/0 when
+    1 - alpha was formed by cancellation; a power:5 grid of 32 steps reaches 1.5e-8)."""
+    for bt, bp in ((1.5e-8, 0.0), (5e-7, 1.5e-8), (3e-6, 5e-7)):
+        for a_t, a0 in itertools.product((0, 1), (0, 1)):
+            ref = brute_force_marginal_posterior(a_t, a0, bt, bp, rho)
+            got = np.asarray(bitflip.q_posterior_probs(
+                jnp.float32(a_t), jnp.float32(a0), jnp.float32(bt), jnp.float32(bp), rho))
+            assert np.all(np.isfinite(got)), (bt, bp, a_t, a0, got)
+            np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-6)
+            p = np.asarray(bitflip.p_prev_probs(jnp.float32(3.0), jnp.float32(a_t),
+                                                jnp.float32(bt), jnp.float32(bp), rho))
+            assert np.all(np.isfinite(p)) and abs(p.sum() - 1) < 1e-5
+        np.testing.assert_allclose(bitflip.q_marginal_prob1(0.0, jnp.float32(bt), rho),
+                                   2 * bt * rho, rtol=1e-5)

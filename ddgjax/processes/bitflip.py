@@ -98,7 +98,7 @@ def q_marginal_prob1(a0_prob1: jax.Array, beta_bar_t: jax.Array, rho: float = 0.
     if rho == 0.5:
         return a0_prob1 * (1.0 - beta_bar_t) + (1.0 - a0_prob1) * beta_bar_t
     alpha = 1.0 - 2.0 * beta_bar_t
-    return alpha * a0_prob1 + (1.0 - alpha) * rho
+    return alpha * a0_prob1 + (2.0 * beta_bar_t) * rho  # 1 - alpha, without cancellation
 
 
 def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev, rho: float = 0.5):
@@ -127,15 +127,20 @@ def q_posterior_probs(adj_t, a0, beta_bar_t, beta_bar_prev, rho: float = 0.5):
         prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_prev, beta_bar_prev)
         prior0 = jnp.where(a0 > 0.5, beta_bar_prev, 1.0 - beta_bar_prev)
     else:
+        # 1 - alpha and 1 - keep are formed from the beta_bar differences, not as 1 - x:
+        # at beta_bar ~ 1e-8 float32 rounds alpha to 1 and 1 - alpha to 0, which made the
+        # likelihood of a flipped pair 0 and the posterior 0/0.
         alpha_prev = 1.0 - 2.0 * beta_bar_prev
-        keep = (1.0 - 2.0 * beta_bar_t) / alpha_prev          # alpha_{t|t-1}
+        redraw_prev = 2.0 * beta_bar_prev                      # 1 - alpha_{t-1}
+        keep = (1.0 - 2.0 * beta_bar_t) / alpha_prev           # alpha_{t|t-1}
+        redraw_step = 2.0 * (beta_bar_t - beta_bar_prev) / alpha_prev  # 1 - alpha_{t|t-1}
         # q(a_t | a_{t-1} = k): kept, or redrawn as a_t ~ Bernoulli(rho)
-        redraw_t = jnp.where(adj_t > 0.5, rho, 1.0 - rho) * (1.0 - keep)
+        redraw_t = jnp.where(adj_t > 0.5, rho, 1.0 - rho) * redraw_step
         lik1 = jnp.where(adj_t > 0.5, keep, 0.0) + redraw_t
         lik0 = jnp.where(adj_t > 0.5, 0.0, keep) + redraw_t
         # q(a_{t-1} = k | a_0)
-        prior1 = jnp.where(a0 > 0.5, alpha_prev, 0.0) + (1.0 - alpha_prev) * rho
-        prior0 = jnp.where(a0 > 0.5, 0.0, alpha_prev) + (1.0 - alpha_prev) * (1.0 - rho)
+        prior1 = jnp.where(a0 > 0.5, alpha_prev, 0.0) + redraw_prev * rho
+        prior0 = jnp.where(a0 > 0.5, 0.0, alpha_prev) + redraw_prev * (1.0 - rho)
     num1, num0 = lik1 * prior1, lik0 * prior0
     denom = num1 + num0  # = q(a_t | a_0) > 0 for beta_bar_t > 0
     return num0 / denom, num1 / denom
