@@ -48,7 +48,9 @@ VARIANTS = {
 # in the directory of --data)
 VARIANT_CONFIGS = {"best_p60": ("configs/best.py:planar_60", "planar_60.json"),
                    "best_p64": ("configs/best.py:spectre_planar_64", "spectre_planar_64.json")}
+VARIANT_CONFIGS["best_p60_d10"] = VARIANT_CONFIGS["best_p60"]
 VARIANTS.update({name: [] for name in VARIANT_CONFIGS})
+VARIANTS["best_p60_d10"] = ["--config.model.ppgn.num_blocks=10"]  # round 10: capacity
 # name -> (num_steps, use_ema, sampler options)
 SAMPLERS = {
     "alg1_32": (32, True, {"algorithm": 1}),
