@@ -156,7 +156,9 @@ def test_best_recipes():
         (True, "marginal", 128)
     assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay) == (32, 5000, 0.999)
     assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
-        (1, 32, "power:3", True)
+        (2, 32, "power:4", True)
+    assert (cfg.model.ppgn.noise_features, cfg.diffusion.train_grid) == ("log", "power:2")
+    assert (cfg.validation.every_epochs, cfg.validation.metric) == (500, "valid")
     p64 = best.get_config("spectre_planar_64")
     assert p64.data.source == paper.data_source("spectre_planar_64.json")
     assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
