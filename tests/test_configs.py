@@ -158,10 +158,12 @@ def test_best_recipes():
     assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
         (2, 32, "power:4", True)
     assert (cfg.model.ppgn.noise_features, cfg.diffusion.train_grid) == ("log", "power:2")
+    assert (cfg.model.ppgn.num_blocks, cfg.model.ppgn.hidden) == (10, 128)
     assert (cfg.validation.every_epochs, cfg.validation.metric) == (500, "valid")
     p64 = best.get_config("spectre_planar_64")
     assert p64.data.source == paper.data_source("spectre_planar_64.json")
     assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
+    assert p64.model.ppgn.num_blocks == 8
     with pytest.raises(ValueError, match="configs/best.py needs a dataset"):
         best.get_config(None)
 
