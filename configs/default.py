@@ -23,8 +23,9 @@ def get_config():
     config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
     # noise_features: "linear" (the raw noise level, the paper's) or "log" (plus a log-scale
     # channel that resolves low noise levels).
+    # remat: recompute each block in the backward pass (less memory at large N).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
-                                                       noise_features="linear"))
+                                                       noise_features="linear", remat=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
 

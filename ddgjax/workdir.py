@@ -28,6 +28,9 @@ DATASET_FILE = "dataset.json"
 RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tensorboard", "samples")
 # Config sections (or single keys) a resumed run must share with the run it resumes.
 SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size")
+# Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
+# (the parameters and the process stay the same): a resume may change them.
+RESUMABLE_CHANGES = ("model.ppgn.remat", "model.compute_dtype")
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 
@@ -96,6 +99,8 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
     old_flat, new_flat = flatten(old_config), flatten(config)
     diffs = []
     for key in sorted(set(old_flat) & set(new_flat)):
+        if key in RESUMABLE_CHANGES:
+            continue
         if any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS):
             if not _same_value(old_flat[key], new_flat[key]):
                 diffs.append(f"{key} ({old_flat[key]!r} -> {new_flat[key]!r})")

@@ -149,6 +149,19 @@ def test_resume_refuses_another_model(run_copy, capsys):
     assert digest(run_copy) == before
 
 
+def test_resume_may_change_remat_and_compute_dtype():
+    """Rematerialisation and the compute dtype change how a step runs, not the run:
+    resuming with them changed is not refused; the model's width still is."""
+    from ddgjax.workdir import run_differences
+    old = {"model": {"name": "ppgn", "compute_dtype": "float32",
+                     "ppgn": {"hidden": 8, "remat": False}}}
+    new = {"model": {"name": "ppgn", "compute_dtype": "bfloat16",
+                     "ppgn": {"hidden": 8, "remat": True}}}
+    assert run_differences(old, {}, new, {}) == []
+    new["model"]["ppgn"]["hidden"] = 16
+    assert run_differences(old, {}, new, {}) == ["model.ppgn.hidden (8 -> 16)"]
+
+
 def test_missing_config_file_is_one_line(tmp_path, capsys):
     code = train_cli.main(["ddgjax-train", "--config", str(tmp_path / "nope.py"),
                            f"--workdir={tmp_path / 'w'}"])

@@ -167,6 +167,10 @@ class PPGN(nn.Module):
       noise_features: how ``noise_level`` enters (``noise_channels``): ``"linear"`` (the
         raw level, the paper's) or ``"log"`` (also a log-scale channel, which tells
         apart levels like 1e-5 and 1e-3 that the raw value squeezes together).
+      remat: recompute each block's activations in the backward pass
+        (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
+        same outputs and gradients for less memory at large N, at about one more
+        forward pass of compute.
 
     Call args:
       adj: ``[B, N, N]`` noisy 0/1 adjacency ``A_t`` (symmetric, zero diagonal and padding).
@@ -185,6 +189,7 @@ class PPGN(nn.Module):
     num_blocks: int = 6
     compute_dtype: Any = jnp.float32
     noise_features: str = "linear"
+    remat: bool = False
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level):
@@ -201,8 +206,9 @@ class PPGN(nn.Module):
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
+        block = nn.remat(PPGNBlock) if self.remat else PPGNBlock
         for k in range(self.num_blocks):
-            x = PPGNBlock(self.hidden, self.compute_dtype, name=f"block_{k}")(x, sq, inv_sqrt_n)
+            x = block(self.hidden, self.compute_dtype, name=f"block_{k}")(x, sq, inv_sqrt_n)
             outs.append(x)
         # Dense(1 + C + d*h -> h) on the concatenation of input and block outputs.
         z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
