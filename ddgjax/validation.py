@@ -66,8 +66,10 @@ def selection_key(scores: dict, metric: str) -> tuple[float, ...]:
 
 def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
     """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``; its
-    process carries the ``config.sample`` sampler settings) and score them (``score_graphs``); also returns ``sample_seconds``. Sampling uses this
-    process's devices only, so every process of a multi-host run draws the same graphs."""
+    process carries the ``config.sample`` sampler settings) and score them
+    (``score_graphs``); also returns ``sample_seconds`` and ``num_steps``. Sampling uses
+    this process's devices only, so every process of a multi-host run draws the same
+    graphs."""
     res = generate(run, int(val_cfg.num_samples), seed=seed,
                    batch_size=int(val_cfg.num_samples),
                    num_steps=validation_num_steps(run.config), timing=False,
