@@ -100,6 +100,49 @@ def ema_update(ema_params, params, decay: float):
     return jax.tree_util.tree_map(lambda e, p: decay * e + (1 - decay) * p, ema_params, params)
 
 
+def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
+                on_step: Callable[[Any, Any], None] | None = None) -> Callable:
+    """``one_step(state, idx, base_key) -> (state, loss)``: one optimizer step on this
+    device's slice ``idx`` (``int32[B_local]``) of a batch, for use inside ``shard_map``
+    over ``AXIS`` (gradients and loss are summed over the axis)."""
+
+    def one_step(state, idx, data_adj, data_mask, base_key):
+        local_b = idx.shape[0]
+        first = jax.lax.axis_index(AXIS) * local_b
+        adj0, mask = data_adj[idx], data_mask[idx]
+        step_key = jax.random.fold_in(base_key, state.step)
+        keys = graph_keys(step_key, first, local_b)
+
+        def summed(params):
+            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            out = process.loss(denoise, keys, adj0, mask)
+            return out.per_graph.sum(), out.num_pairs.sum()
+
+        (local_sum, local_pairs), grads = jax.value_and_grad(summed, has_aux=True)(state.params)
+        total_pairs = jnp.maximum(jax.lax.psum(local_pairs, AXIS), 1.0)
+        grads = jax.tree_util.tree_map(lambda g: jax.lax.psum(g, AXIS) / total_pairs, grads)
+        loss = jax.lax.psum(local_sum, AXIS) / total_pairs
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        ema = ema_update(state.ema_params, params, ema_decay)
+        if on_step is not None:
+            jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
+                         lambda: jax.debug.callback(on_step, state.step + 1, loss),
+                         lambda: None)
+        return TrainState(state.step + 1, params, ema, opt_state), loss
+
+    return one_step
+
+
+def _sharded(per_device, mesh: Mesh, batch_spec) -> Callable:
+    # check_vma=False gives the classic pmap semantics: the gradient of the
+    # replicated parameters is each device's local gradient, and we sum it over
+    # the axis ourselves. (With check_vma=True, JAX would already insert that
+    # psum in the transpose, and ours would count it n_dev times.)
+    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(), batch_spec),
+                                 out_specs=(P(), P()), check_vma=False))
+
+
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0,
                      on_step: Callable[[Any, Any], None] | None = None) -> Callable:
@@ -119,43 +162,37 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
         over the batch axis (B divisible by the number of devices).
     Returns: the state after S steps and ``float32[S]`` batch losses (per-pair means).
     """
+    one_step = _train_step(model, tx, process, ema_decay, on_step)
 
     def per_device(state, data_adj, data_mask, batch_idx):
-        local_b = batch_idx.shape[1]
-        first = jax.lax.axis_index(AXIS) * local_b
+        return jax.lax.scan(lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key),
+                            state, batch_idx)
 
-        def one_step(state, idx):
-            adj0, mask = data_adj[idx], data_mask[idx]
-            step_key = jax.random.fold_in(base_key, state.step)
-            keys = graph_keys(step_key, first, local_b)
+    return _sharded(per_device, mesh, P(None, AXIS))
 
-            def summed(params):
-                denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
-                out = process.loss(denoise, keys, adj0, mask)
-                return out.per_graph.sum(), out.num_pairs.sum()
 
-            (local_sum, local_pairs), grads = jax.value_and_grad(summed, has_aux=True)(state.params)
-            total_pairs = jnp.maximum(jax.lax.psum(local_pairs, AXIS), 1.0)
-            grads = jax.tree_util.tree_map(lambda g: jax.lax.psum(g, AXIS) / total_pairs, grads)
-            loss = jax.lax.psum(local_sum, AXIS) / total_pairs
-            updates, opt_state = tx.update(grads, state.opt_state, state.params)
-            params = optax.apply_updates(state.params, updates)
-            ema = ema_update(state.ema_params, params, ema_decay)
-            if on_step is not None:
-                jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
-                             lambda: jax.debug.callback(on_step, state.step + 1, loss),
-                             lambda: None)
-            return TrainState(state.step + 1, params, ema, opt_state), loss
+def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
+                           ema_decay: float = 0.0) -> Callable:
+    """``make_train_chunk`` for several independent runs (seeds) in one program.
 
-        return jax.lax.scan(one_step, state, batch_idx)
+    Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
+    only its own state, its own ``base_keys[r]`` and its own batches; one jitted step
+    (``jax.vmap`` over the runs inside the data-parallel ``shard_map``) advances all of
+    them, which keeps small models from being bound by kernel launches.
 
-    # check_vma=False gives the classic pmap semantics: the gradient of the
-    # replicated parameters is each device's local gradient, and we sum it over
-    # the axis ourselves. (With check_vma=True, JAX would already insert that
-    # psum in the transpose, and ours would count it n_dev times.)
-    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(), P(None, AXIS)),
-                            out_specs=(P(), P()), check_vma=False)
-    return jax.jit(sharded)
+    Args of the returned function: ``states`` (replicated, leaves ``[R, ...]``),
+    ``data_adj``, ``data_mask`` as for ``make_train_chunk``, and ``batch_idx``
+    ``int32[S, R, B]`` (sharded over B). Returns the states after S steps and
+    ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
+    ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``.
+    """
+    one_step = _train_step(model, tx, process, ema_decay)
+
+    def per_device(states, data_adj, data_mask, batch_idx):
+        step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
+        return jax.lax.scan(lambda st, idx: step_all(st, idx, base_keys), states, batch_idx)
+
+    return _sharded(per_device, mesh, P(None, None, AXIS))
 
 
 # ----------------------------------------------------------------------------

@@ -181,3 +181,37 @@ def test_marginal_prior_density_is_fitted_and_recorded(tmp_path):
     assert 0.05 < saved["prior_density"] < 0.6  # Community-small's edge density
     assert cfg.diffusion.prior_density == 0.0
     assert load_run(str(tmp_path / "m")).process.prior_density == saved["prior_density"]
+
+
+@pytest.mark.parametrize("num_devices", [1, 4])
+def test_several_seeds_in_one_program_equal_separate_runs(num_devices):
+    """make_train_chunk_seeds: run r of the stacked program is make_train_chunk with its
+    own initial state, key and batches (on one device and data-parallel over four)."""
+    cfg, model, process, tx, _, data = tiny_setup("ppgn", "simple")
+    mesh = make_mesh(jax.devices()[:num_devices])
+    keys = [jax.random.key(11), jax.random.key(12)]
+    states = [training.init_state(model, tx, jax.random.key(k), 20) for k in (3, 4)]
+    rng = np.random.default_rng(0)
+    idx = np.stack([rng.permutation(8)[None].repeat(3, 0) for _ in keys], axis=1)  # [3, 2, 8]
+    single = [run_chunk(training.make_train_chunk(model, tx, process, mesh, k, 0.9), st, data,
+                        idx[:, r].astype(np.int32), mesh)
+              for r, (k, st) in enumerate(zip(keys, states))]
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *states)
+    chunk = training.make_train_chunk_seeds(model, tx, process, mesh, jnp.stack(keys), 0.9)
+    dev = replicate(input_pipeline.device_copy(data), mesh)
+    out, losses = chunk(replicate(stacked, mesh), dev.adj, dev.node_mask,
+                        put_global(idx.astype(np.int32), batch_sharded(mesh, 2)))
+    assert np.asarray(losses).shape == (3, 2)
+    # Compare what the parameters compute, not the leaves: biases in front of an instance
+    # norm have gradients that are zero up to rounding, which Adam turns into lr-sized
+    # steps of either sign, so those leaves differ between any two summation orders
+    # while the outputs do not depend on them.
+    adj, mask = jnp.asarray(data.adj), jnp.asarray(data.node_mask)
+    t, lv = jnp.full((8,), 3, jnp.int32), jnp.full((8,), 0.2, jnp.float32)
+    logits = lambda p: np.asarray(model.apply(p, adj, mask, t, lv))
+    for r, (st, loss) in enumerate(single):
+        np.testing.assert_allclose(np.asarray(losses)[:, r], loss, rtol=1e-5)
+        for ours, theirs in ((out.params, st.params), (out.ema_params, st.ema_params)):
+            mine = jax.tree_util.tree_map(lambda a: np.asarray(a)[r], ours)
+            np.testing.assert_allclose(logits(mine), logits(theirs), rtol=1e-3, atol=1e-3)
+    assert not np.allclose(np.asarray(losses)[:, 0], np.asarray(losses)[:, 1])
