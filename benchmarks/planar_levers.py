@@ -47,10 +47,16 @@ VARIANTS = {
 # runs of another config than configs/paper.py:planar_60,ppgn,simple: name -> (config, data file
 # in the directory of --data)
 VARIANT_CONFIGS = {"best_p60": ("configs/best.py:planar_60", "planar_60.json"),
+                   "best_p60_d10": ("configs/best.py:planar_60", "planar_60.json"),
                    "best_p64": ("configs/best.py:spectre_planar_64", "spectre_planar_64.json")}
-VARIANT_CONFIGS["best_p60_d10"] = VARIANT_CONFIGS["best_p60"]
-VARIANTS.update({name: [] for name in VARIANT_CONFIGS})
-VARIANTS["best_p60_d10"] = ["--config.model.ppgn.num_blocks=10"]  # round 10: capacity
+VARIANTS.update({
+    # round 8: the recipe as it was then (8 blocks; validation scored Algorithm 1 samples
+    # with mixing 0.5 on power:3, then at all 128 levels: a bug since fixed)
+    "best_p60": ["--config.model.ppgn.num_blocks=8", "--config.sample.algorithm=1",
+                 "--config.sample.grid=power:3", "--config.sample.renoise_mix=0.5"],
+    "best_p60_d10": [],  # round 10: today's configs/best.py:planar_60 (10 blocks)
+    "best_p64": [],
+})
 # name -> (num_steps, use_ema, sampler options)
 SAMPLERS = {
     "alg1_32": (32, True, {"algorithm": 1}),
