@@ -30,7 +30,8 @@ RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tenso
 SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
 # (the parameters and the process stay the same): a resume may change them.
-RESUMABLE_CHANGES = ("model.ppgn.remat", "model.compute_dtype")
+RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",
+                     "model.compute_dtype")
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 

@@ -346,3 +346,122 @@ def test_ppgn_remat_gives_the_same_outputs_and_gradients():
     jax.tree_util.tree_map(
         lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale),
         g_plain, g_remat)
+
+
+@pytest.mark.parametrize("remat", [False, True])
+def test_ppgn_fused_block_equals_the_reference_block(remat):
+    """fused=True (merged m1/m2 GEMMs, one-pass norm) has the reference's parameter tree
+    and computes the same outputs and gradients in float32, with padding."""
+    plain = build_model("ppgn", T, hidden=8, num_blocks=3)
+    fused = build_model("ppgn", T, hidden=8, num_blocks=3, fused=True, remat=remat)
+    params = random_params(plain)
+    adj, nm = random_batch(7, [N, N - 3, 4], N)
+    t, lv = noise_inputs(B, seed=3)
+    fresh = fused.init(jax.random.key(0), adj, nm, t, lv)
+    assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(fresh)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, b),
+                           plain.init(jax.random.key(0), adj, nm, t, lv), fresh)
+    out_ref = plain.apply(params, adj, nm, t, lv)
+    out = fused.apply(params, adj, nm, t, lv)
+    assert float(jnp.max(jnp.abs(out_ref))) > 1e-2
+    np.testing.assert_allclose(out, out_ref, rtol=2e-5, atol=2e-5)
+    loss = lambda m: (lambda p: jnp.sum(jnp.tanh(m.apply(p, adj, nm, t, lv))))
+    g_ref, g = jax.grad(loss(plain))(params), jax.grad(loss(fused))(params)
+    scale = max(float(jnp.max(jnp.abs(x))) for x in jax.tree_util.tree_leaves(g_ref))
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
+
+
+def test_ppgn_fused_block_in_bfloat16_stays_close_to_float32():
+    """In bfloat16 the fused path is as close to the float32 reference as the plain
+    bfloat16 path is (bf16 operands: relative errors of 1e-3 to 1e-2)."""
+    ref = build_model("ppgn", T, hidden=16, num_blocks=3)
+    params = random_params(ref)
+    adj, nm = random_batch(8, [N, N - 2, 5], N)
+    t, lv = noise_inputs(B, seed=4)
+    out_ref = np.asarray(ref.apply(params, adj, nm, t, lv))
+    errs = {}
+    for fused in (False, True):
+        m = build_model("ppgn", T, hidden=16, num_blocks=3, fused=fused,
+                        compute_dtype=jnp.bfloat16)
+        out = np.asarray(m.apply(params, adj, nm, t, lv))
+        errs[fused] = np.linalg.norm(out - out_ref) / np.linalg.norm(out_ref)
+    assert errs[True] < 3e-2 and errs[True] < 2 * errs[False] + 1e-3, errs
+
+
+def test_one_pass_instance_norm_equals_the_two_pass_norm_in_float64():
+    """The shifted one-pass statistics equal the two-pass ones, also for a channel whose
+    mean is 1e3 times its spread, and padding entries come out 0."""
+    from ddgjax.models.common import masked_instance_norm, masked_instance_norm_one_pass
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 6, 6, 4)).astype(np.float32)
+    x[..., 1] = 1e3 + 1e-0 * x[..., 1]
+    counts = np.array([6, 4, 1])
+    nm = np.arange(6)[None, :] < counts[:, None]
+    sq = nm[:, :, None] & nm[:, None, :]
+    two = np.asarray(masked_instance_norm(jnp.asarray(x), jnp.asarray(sq)))
+    one = np.asarray(masked_instance_norm_one_pass(jnp.asarray(x), jnp.asarray(sq)))
+    np.testing.assert_allclose(one, two, rtol=1e-4, atol=1e-4)
+    assert np.all(one[~sq] == 0)
+
+
+def test_pair_mlp_kernel_equals_its_reference_and_differentiates_through_it():
+    """The Pallas kernel (interpret mode on CPU) computes pair_mlps_reference, for
+    float32 and bfloat16, and its custom gradient is the reference's gradient."""
+    from ddgjax.models.pair_mlp_kernel import pair_mlps, pair_mlps_reference, supported
+    assert supported(4 * 64, 32, 16) and not supported(4 * 7, 32, 16)
+    assert not supported(256, 24, 16)
+    keys = jax.random.split(jax.random.key(5), 6)
+    M, C, H = 192, 32, 16
+    args = [jax.random.normal(keys[0], (M, C)), jax.random.normal(keys[1], (2, C, H)) / 6,
+            jax.random.normal(keys[2], (2, H)), jax.random.normal(keys[3], (2, H, H)) / 4,
+            jax.random.normal(keys[4], (2, H)), jax.random.uniform(keys[5], (M,))]
+    for dtype, tol in ((jnp.float32, 1e-5), (jnp.bfloat16, 2e-2)):
+        cast = [a.astype(dtype) for a in args]
+        out = np.asarray(jnp.stack(pair_mlps(*cast)), np.float32)
+        ref = np.asarray(jnp.stack(pair_mlps_reference(*cast)), np.float32)
+        assert out.shape == (2, H, M)
+        np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    w = jax.random.normal(keys[0], (2, H, M))
+    g = jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps(*a))), argnums=(0, 1, 3))(*args)
+    g_ref = jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps_reference(*a))),
+                     argnums=(0, 1, 3))(*args)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5),
+                           g, g_ref)
+
+
+def test_ppgn_with_the_pallas_pair_mlps_equals_the_reference():
+    """pallas=True: same parameters and outputs as the reference model (float32, with
+    padding); a shape the kernel can't tile falls back to the XLA path."""
+    plain = build_model("ppgn", T, hidden=16, num_blocks=2)
+    fast = build_model("ppgn", T, hidden=16, num_blocks=2, pallas=True)
+    params = random_params(plain)
+    adj, nm = random_batch(9, [N, N - 3, 4], N)  # B * N * N = 3 * 100 rows: not tileable
+    t, lv = noise_inputs(B, seed=5)
+    np.testing.assert_allclose(fast.apply(params, adj, nm, t, lv),
+                               plain.apply(params, adj, nm, t, lv), rtol=2e-5, atol=2e-5)
+    adj4, nm4 = random_batch(10, [8, 6, 3, 8], 8)  # 4 * 64 rows: the kernel runs
+    t4, lv4 = noise_inputs(4, seed=6)
+    np.testing.assert_allclose(fast.apply(params, adj4, nm4, t4, lv4),
+                               plain.apply(params, adj4, nm4, t4, lv4), rtol=2e-5, atol=2e-5)
+
+
+def test_pair_mlp_kernel_under_vmap_merges_the_examples():
+    """vmap over examples (the per-graph sampler) gives the per-example results, with
+    the weights shared or per example (e.g. vmap over seeds)."""
+    from ddgjax.models.pair_mlp_kernel import pair_mlps, pair_mlps_reference
+    keys = jax.random.split(jax.random.key(6), 6)
+    V, M, C, H = 3, 16, 16, 16
+    x = jax.random.normal(keys[0], (V, M, C))
+    w0, b0 = jax.random.normal(keys[1], (2, C, H)) / 4, jax.random.normal(keys[2], (2, H))
+    w1, b1 = jax.random.normal(keys[3], (2, H, H)) / 4, jax.random.normal(keys[4], (2, H))
+    s = jax.random.uniform(keys[5], (V, M))
+    out = jax.vmap(pair_mlps, in_axes=(0, None, None, None, None, 0))(x, w0, b0, w1, b1, s)
+    for v in range(V):
+        want = pair_mlps_reference(x[v], w0, b0, w1, b1, s[v])
+        for a, b in zip(out, want):
+            np.testing.assert_allclose(a[v], b, rtol=1e-5, atol=1e-5)
+    w0s = jnp.stack([w0, 2 * w0, -w0])
+    out = jax.vmap(pair_mlps, in_axes=(0, 0, None, None, None, 0))(x, w0s, b0, w1, b1, s)
+    want = pair_mlps_reference(x[1], w0s[1], b0, w1, b1, s[1])
+    np.testing.assert_allclose(out[0][1], want[0], rtol=1e-5, atol=1e-5)

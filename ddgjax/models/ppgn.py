@@ -48,8 +48,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models.common import (check_inputs, masked_instance_norm, node_counts,
-                                  square_mask, symmetrize_and_mask)
+from ddgjax.models import pair_mlp_kernel
+from ddgjax.models.common import (check_inputs, masked_instance_norm,
+                                  masked_instance_norm_one_pass, node_counts, square_mask,
+                                  symmetrize_and_mask)
 
 
 def leaky_relu(x):
@@ -105,6 +107,32 @@ class PairMLP(nn.Module):
         return Linear(self.features, self.compute_dtype, out=self.out, name="dense_1")(x)
 
 
+class DenseParams(nn.Module):
+    """The ``kernel [in_width, features]`` and ``bias [features]`` of a ``Linear``,
+    created exactly as ``Linear`` creates them (same names, shapes and init), returned
+    unapplied so that a caller can merge several layers into one GEMM."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, in_width: int):
+        kernel = self.param("kernel", nn.initializers.lecun_normal(),
+                            (in_width, self.features), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
+        return kernel, bias
+
+
+class PairMLPParams(nn.Module):
+    """The parameters of a ``PairMLP`` (``dense_0``, ``dense_1``), unapplied."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, in_width: int):
+        return (DenseParams(self.features, name="dense_0")(in_width),
+                DenseParams(self.features, name="dense_1")(self.features))
+
+
 def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     """Per-channel matrix product over the node axis, channels first.
 
@@ -137,6 +165,60 @@ class PPGNBlock(nn.Module):
         return masked_instance_norm(y, mask_sq, self.eps).astype(cdt)
 
 
+class PPGNBlockFused(nn.Module):
+    """``PPGNBlock`` with fewer passes over the ``[B, N, N, h]`` features; the same
+    parameters (names, shapes, init) and the same function up to rounding.
+
+    * The first layers of ``m1`` and ``m2`` are one GEMM ``h -> 2h`` (``x`` is read
+      once), their second layers one GEMM with the block-diagonal ``2h x 2h`` kernel
+      that writes ``[m1; m2]`` channels first (slicing the leading axis is free).
+    * The padding mask and the ``1/sqrt(n)`` scale of the product are one multiply
+      of ``m1`` (the product is linear in ``m1``).
+    * The instance norm takes mean and variance in one pass
+      (``masked_instance_norm_one_pass``).
+
+    Profile that motivated it (one H200, JAX 0.11.2, bf16, B = 1024, N = 60, 8 x 128,
+    ``benchmarks/profile_ppgn.py``): of 72 ms per forward pass, 33 ms were GEMMs and
+    about 35 ms elementwise passes and reductions that XLA did not fuse into them
+    (leaky ReLU, masks, scales, the two-pass norm), each about one read and one write
+    of a ``[B, N, N, h]`` tensor.
+    """
+
+    hidden: int
+    compute_dtype: Any = jnp.float32
+    eps: float = 1e-5
+    pallas: bool = False
+
+    @nn.compact
+    def __call__(self, x, mask_sq, inv_sqrt_n):
+        cdt, h = self.compute_dtype, self.hidden
+        c_in = x.shape[-1]
+        (k10, b10), (k11, b11) = PairMLPParams(h, name="m1")(c_in)
+        (k20, b20), (k21, b21) = PairMLPParams(h, name="m2")(c_in)
+        # the mask and the 1/sqrt(n) scale in one pass over m1 (the product is linear in m1)
+        scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt)  # [B, N, N]
+        rows = x.shape[0] * x.shape[1] * x.shape[2]
+        if self.pallas and pair_mlp_kernel.supported(rows, c_in, h):
+            stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
+            m = pair_mlp_kernel.pair_mlps(x.astype(cdt).reshape(rows, c_in), stack(k10, k20),
+                                          stack(b10, b20), stack(k11, k21), stack(b11, b21),
+                                          scale.reshape(rows))
+            m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)        # [h, B, N, N] each
+            prod = channel_matmul(m1, m2)
+            y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+            return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+        k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
+        b0 = jnp.concatenate([b10, b20]).astype(cdt)
+        zeros = jnp.zeros((h, h), jnp.float32)
+        k1 = jnp.block([[k11, zeros], [zeros, k21]]).astype(cdt)        # [2h, 2h]
+        b1 = jnp.concatenate([b11, b21]).astype(cdt)
+        hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
+        m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
+        prod = channel_matmul(m[:h] * scale[None], m[h:])
+        y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+        return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+
+
 NOISE_FEATURES = ("linear", "log")
 LOG_FLOOR = 1e-8  # noise levels below this read as this on the log channel
 
@@ -167,6 +249,11 @@ class PPGN(nn.Module):
       noise_features: how ``noise_level`` enters (``noise_channels``): ``"linear"`` (the
         raw level, the paper's) or ``"log"`` (also a log-scale channel, which tells
         apart levels like 1e-5 and 1e-3 that the raw value squeezes together).
+      fused: run ``PPGNBlockFused`` (fewer passes over memory; same parameters and, up to
+        rounding, the same function).
+      pallas: also run the two per-entry MLPs of each block as one Pallas kernel
+        (``pair_mlp_kernel``; implies ``fused``). Forward only: its gradient
+        recomputes the XLA path, so it is meant for sampling.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -190,6 +277,8 @@ class PPGN(nn.Module):
     compute_dtype: Any = jnp.float32
     noise_features: str = "linear"
     remat: bool = False
+    fused: bool = False
+    pallas: bool = False
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level):
@@ -206,9 +295,11 @@ class PPGN(nn.Module):
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
-        block = nn.remat(PPGNBlock) if self.remat else PPGNBlock
+        block_cls = PPGNBlockFused if (self.fused or self.pallas) else PPGNBlock
+        extra = {"pallas": True} if self.pallas else {}
+        block = nn.remat(block_cls) if self.remat else block_cls
         for k in range(self.num_blocks):
-            x = block(self.hidden, self.compute_dtype, name=f"block_{k}")(x, sq, inv_sqrt_n)
+            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(x, sq, inv_sqrt_n)
             outs.append(x)
         # Dense(1 + C + d*h -> h) on the concatenation of input and block outputs.
         z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
