@@ -48,7 +48,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import pair_mlp_kernel
+from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
 from ddgjax.models.common import (check_inputs, masked_instance_norm,
                                   masked_instance_norm_one_pass, node_counts, square_mask,
                                   symmetrize_and_mask)
@@ -205,8 +205,22 @@ class PPGNBlockFused(nn.Module):
                                           scale.reshape(rows))
             m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)        # [h, B, N, N] each
             prod = channel_matmul(m1, m2)
-            y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-            return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+            nodes_sq = x.shape[1] * x.shape[2]
+            if not mix_norm_kernel.supported(rows, nodes_sq, c_in, h):
+                y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+                return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+            kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
+            kmix, bmix = kmix.astype(cdt), bmix.astype(cdt)
+            y, sums = mix_norm_kernel.mix_with_stats(
+                x.astype(cdt).reshape(rows, c_in), prod.reshape(h, rows), kmix[:c_in],
+                kmix[c_in:], bmix, mask_sq.reshape(rows).astype(cdt), nodes_sq)
+            count = jnp.maximum(mask_sq.sum((1, 2)), 1).astype(jnp.float32)[:, None]  # [B, 1]
+            mean_d = sums[:, 0] / count                                 # [B, h], of y - b
+            var = jnp.maximum(sums[:, 1] / count - mean_d * mean_d, 0.0)
+            mean = (mean_d + bmix.astype(jnp.float32))[:, None, None, :]
+            rstd = jax.lax.rsqrt(var + self.eps)[:, None, None, :]
+            y = y.reshape(x.shape[:3] + (h,)).astype(jnp.float32)
+            return jnp.where(mask_sq[..., None], (y - mean) * rstd, 0.0).astype(cdt)
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
@@ -252,8 +266,10 @@ class PPGN(nn.Module):
       fused: run ``PPGNBlockFused`` (fewer passes over memory; same parameters and, up to
         rounding, the same function).
       pallas: also run the two per-entry MLPs of each block as one Pallas kernel
-        (``pair_mlp_kernel``; implies ``fused``). Forward only: its gradient
-        recomputes the XLA path, so it is meant for sampling.
+        (``pair_mlp_kernel``) and the mixing layer with the norm statistics as another
+        (``mix_norm_kernel``); implies ``fused``. Forward only: the gradient recomputes
+        the XLA path, so it is meant for sampling. Shapes the kernels can't tile fall
+        back to XLA.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more

@@ -1,0 +1,158 @@
+"""A Pallas kernel for a PPGN block's mixing layer and its instance-norm statistics.
+
+``mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq)`` computes, for every entry
+(row) of ``x`` and the matching column of the channels-first product ``prod``,
+
+    y = x @ wx + prod^T @ wp + b                                  (the Dense on [x, prod])
+
+and, per graph (``nodes_sq`` consecutive rows) and channel, the sums of ``y - b`` and
+``(y - b)^2`` over the rows where ``row_mask`` is set: the instance norm's statistics,
+shifted by the bias (which keeps the one-pass variance free of cancellation from a
+large bias). XLA runs this as two GEMMs, an add, and a reduction that reads both GEMM
+outputs again; the kernel reads ``x`` and ``prod`` once and writes ``y`` once.
+
+Each tile of rows spans at most two graphs (tiles are no longer than ``nodes_sq``), so
+it writes partial sums for "the graph of its first row" and "the next one"; a segment
+sum adds them up per graph.
+
+Forward only: the gradient recomputes ``mix_with_stats_reference`` (``jax.custom_vjp``).
+Under ``vmap`` (the per-graph sampler) the examples' rows are merged into one call.
+On CPU the kernel runs in Pallas' interpret mode (tests).
+"""
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TILE_ROWS = (128, 64, 32, 16)
+
+
+def mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq: int):
+    """The function the kernel computes, in XLA.
+
+    Args:
+      x: ``[M, C]``; prod: ``[H, M]`` (channels first); wx: ``[C, H]``; wp: ``[H, H]``;
+        b: ``[H]`` (compute dtype); row_mask: ``[M]`` (1 on entries the norm counts);
+        nodes_sq: rows per graph (``N * N``); ``M`` a multiple of it.
+    Returns:
+      ``y`` ``[M, H]`` in the dtype of ``x``, and ``sums`` float32 ``[G, 2, H]``
+      (``G = M / nodes_sq``): ``sum(d)`` and ``sum(d * d)`` over masked rows,
+      ``d = y - b`` in float32.
+    """
+    d = (jnp.einsum("mc,ch->mh", x, wx, preferred_element_type=jnp.float32)
+         + jnp.einsum("hm,hk->mk", prod, wp, preferred_element_type=jnp.float32))
+    y = (d + b.astype(jnp.float32)).astype(x.dtype)
+    dm = (d * row_mask.astype(jnp.float32)[:, None]).reshape(-1, nodes_sq, d.shape[-1])
+    sums = jnp.stack([dm.sum(1), (dm * d.reshape(dm.shape)).sum(1)], axis=1)
+    return y, sums
+
+
+def tile_rows(m: int, nodes_sq: int) -> int | None:
+    """The largest tile in ``TILE_ROWS`` dividing ``m`` and no longer than one graph."""
+    cap = int(os.environ.get("DDGJAX_MIX_TILE", max(TILE_ROWS)))
+    for t in TILE_ROWS:
+        if t <= min(cap, nodes_sq) and m % t == 0:
+            return t
+    return None
+
+
+def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
+    pow2 = lambda v: v >= 16 and (v & (v - 1)) == 0
+    return m % nodes_sq == 0 and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h)
+
+
+def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq):
+    i = pl.program_id(0)
+    d = (jnp.dot(x_ref[...], wx_ref[...], preferred_element_type=jnp.float32)
+         + jnp.dot(p_ref[...].T, wp_ref[...], preferred_element_type=jnp.float32))  # [TM, H]
+    y_ref[...] = (d + b_ref[...].astype(jnp.float32)[None, :]).astype(y_ref.dtype)
+    rows = i * tm + jax.lax.broadcasted_iota(jnp.int32, (tm,), 0)
+    first = (rows // nodes_sq) == (i * tm) // nodes_sq
+    mask = m_ref[...].astype(jnp.float32)
+    for slot, w in enumerate((jnp.where(first, mask, 0.0), jnp.where(first, 0.0, mask))):
+        dw = d * w[:, None]
+        s_ref[2 * slot] = jnp.sum(dw, axis=0)
+        s_ref[2 * slot + 1] = jnp.sum(dw * d, axis=0)
+
+
+def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
+    m_rows, c = x.shape
+    hidden = wx.shape[-1]
+    tm = tile_rows(m_rows, nodes_sq)
+    tiles = m_rows // tm
+    interpret = jax.default_backend() == "cpu"
+    params = {}
+    if not interpret and jax.default_backend() == "gpu":
+        from jax.experimental.pallas import triton as pl_triton
+        params["compiler_params"] = pl_triton.CompilerParams(
+            num_warps=int(os.environ.get("DDGJAX_MIX_WARPS", 4)),
+            num_stages=int(os.environ.get("DDGJAX_MIX_STAGES", 3)))
+    y, partial = pl.pallas_call(
+        lambda *refs: _kernel(*refs, tm=tm, nodes_sq=nodes_sq),
+        grid=(tiles,),
+        in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
+                  pl.BlockSpec((hidden, tm), lambda i: (0, i)),
+                  pl.BlockSpec((c, hidden), lambda i: (0, 0)),
+                  pl.BlockSpec((hidden, hidden), lambda i: (0, 0)),
+                  pl.BlockSpec((hidden,), lambda i: (0,)),
+                  pl.BlockSpec((tm,), lambda i: (i,))],
+        out_specs=[pl.BlockSpec((tm, hidden), lambda i: (i, 0)),
+                   pl.BlockSpec((None, 4, hidden), lambda i: (i, 0, 0))],
+        out_shape=[jax.ShapeDtypeStruct((m_rows, hidden), x.dtype),
+                   jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
+        interpret=interpret, **params,
+    )(x, prod, wx, wp, b, row_mask)
+    graphs = m_rows // nodes_sq
+    first_graph = (jnp.arange(tiles) * tm) // nodes_sq                       # [T]
+    ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
+    parts = jnp.concatenate([partial[:, :2], partial[:, 2:]])               # [2T, 2, H]
+    return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
+
+
+def _make(nodes_sq: int):
+    @jax.custom_batching.custom_vmap
+    def forward(x, prod, wx, wp, b, row_mask):
+        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq)
+
+    @forward.def_vmap
+    def forward_vmap(axis_size, in_batched, x, prod, wx, wp, b, row_mask):
+        x_b, p_b, *w_b, m_b = in_batched
+        m_rows, hidden = x.shape[-2], wx.shape[-1]
+        rows = axis_size * m_rows
+        if any(w_b) or not supported(rows, nodes_sq, x.shape[-1], hidden):
+            axes = tuple(0 if v else None for v in in_batched)
+            ref = lambda *a: mix_with_stats_reference(*a, nodes_sq)
+            return jax.vmap(ref, in_axes=axes)(x, prod, wx, wp, b, row_mask), (True, True)
+        full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
+        x, prod, row_mask = full(x, x_b), full(prod, p_b), full(row_mask, m_b)
+        y, sums = forward(x.reshape(rows, -1), jnp.swapaxes(prod, 0, 1).reshape(hidden, rows),
+                          wx, wp, b, row_mask.reshape(rows))
+        return (y.reshape(axis_size, m_rows, hidden),
+                sums.reshape((axis_size, -1) + sums.shape[1:])), (True, True)
+
+    @jax.custom_vjp
+    def mix(x, prod, wx, wp, b, row_mask):
+        return forward(x, prod, wx, wp, b, row_mask)
+
+    def fwd(*args):
+        return forward(*args), args
+
+    def bwd(res, g):
+        _, vjp = jax.vjp(lambda *a: mix_with_stats_reference(*a, nodes_sq), *res)
+        return vjp(g)
+
+    mix.defvjp(fwd, bwd)
+    return mix
+
+
+_CACHE: dict = {}
+
+
+def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int):
+    """``mix_with_stats_reference`` through the kernel (arguments and results as there)."""
+    if nodes_sq not in _CACHE:
+        _CACHE[nodes_sq] = _make(nodes_sq)
+    return _CACHE[nodes_sq](x, prod, wx, wp, b, row_mask)
