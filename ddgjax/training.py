@@ -533,11 +533,8 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)
     summaries = _loop(setup, runs, chunk_fn, state, True, bar, stop_after_epochs, where)
-    first = summaries[0]
     return {"seeds": seeds, "workdirs": [r.workdir for r in runs], "runs": summaries,
-            **{k: first[k] for k in ("epochs", "steps", "seconds", "first_call_seconds",
-                                     "checkpoint_seconds", "validation_seconds", "devices",
-                                     "steps_per_epoch")}}
+            **{k: v for k, v in summaries[0].items() if k != "best_loss"}}
 
 
 def _progress_callback(bar: Progress, setup: _Setup, where: dict):
@@ -569,7 +566,7 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
     epoch = start_epoch
     t_start = time.time()
     compile_s = None
-    ckpt_s = val_s = 0.0
+    ckpt_s = val_s = chunks_s = 0.0
     while epoch < end_epoch:
         # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
         next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
@@ -589,6 +586,7 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
         losses = to_host(losses).reshape(n_ep, spe, len(runs))
         dt = time.time() - t0
         compile_s = dt if compile_s is None else compile_s
+        chunks_s += dt
         for r, run in enumerate(runs):  # nothing of this chunk is kept if any run diverged
             check_finite(losses[..., r], epoch, run.workdir)
         epoch = next_stop
@@ -613,7 +611,10 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
             where["saved_epoch"] = epoch
     bar.close()
     steps = int(np.asarray(to_host(state.step)).reshape(-1)[0])
+    # seconds: the whole loop; chunk_seconds: in the jitted calls (the first one, which
+    # compiles, is first_call_seconds); checkpoint_ and validation_seconds: at boundaries.
     summary = {"epochs": epoch, "steps": steps, "seconds": time.time() - t_start,
-               "first_call_seconds": compile_s, "checkpoint_seconds": ckpt_s,
-               "validation_seconds": val_s, "devices": setup.n_dev, "steps_per_epoch": spe}
+               "first_call_seconds": compile_s, "chunk_seconds": chunks_s,
+               "checkpoint_seconds": ckpt_s, "validation_seconds": val_s,
+               "devices": setup.n_dev, "steps_per_epoch": spe}
     return [run.end(summary) for run in runs]

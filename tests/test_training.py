@@ -292,30 +292,42 @@ def test_train_seeds_equals_runs_alone_resumes_and_catches_up(tmp_path, capsys):
         _assert_same_run(tmp_path / "lagging" / f"seed_{seed}", alone / f"seed_{seed}")
 
 
-def test_train_seeds_interrupted_keeps_the_runs_together(tmp_path, monkeypatch):
-    """Ctrl-C at a checkpoint boundary: the saves of every run finish first (deferred),
-    and the message says where all of them resume."""
+def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_path, monkeypatch):
+    """Model selection by samples runs for each seed (its own best_val); Ctrl-C during a
+    checkpoint boundary's saves: every run's saves finish first (deferred), and the
+    message says where all of them resume."""
     import os
     import signal
 
     from ddgjax import checkpoints
 
+    cfg = test_config.get_config()
+    cfg.validation.every_epochs = 2
+    cfg.validation.num_samples = 4
+    cfg.validation.num_reference = 8
+    cfg.sample.num_steps = 4
     real_save = checkpoints.save
-    calls = []
+    kinds = []
 
     def save_and_signal(workdir, kind, *args, **kwargs):
         real_save(workdir, kind, *args, **kwargs)
-        calls.append(workdir)
-        if len(calls) == 1:  # after the first save of the first boundary
+        kinds.append(kind)
+        if kind == "best" and kinds.count("best") == 1:  # seed 0's first 'best' save
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(checkpoints, "save", save_and_signal)
     with pytest.raises(training.TrainingInterrupted,
                        match=r"^interrupted at epoch 2; resume with the same command$"):
-        training.train_seeds(test_config.get_config(), str(tmp_path), [0, 3], verbose=False,
-                             devices=ONE)
+        training.train_seeds(cfg, str(tmp_path), [0, 3], verbose=False, devices=ONE)
+    assert kinds == ["best_val", "best_val", "best", "latest", "best", "latest"]
     for seed in (0, 3):
-        assert checkpoints.restore_meta(str(tmp_path / f"seed_{seed}"), "latest")["epoch"] == 2
+        wd = str(tmp_path / f"seed_{seed}")
+        assert checkpoints.restore_meta(wd, "latest")["epoch"] == 2
+        assert checkpoints.restore_meta(wd, "best_val")["epoch"] == 2
+        val = [r for r in _records(tmp_path / f"seed_{seed}") if "validation" in r]
+        assert [r["epoch"] for r in val] == [2]
+        assert json.loads((tmp_path / f"seed_{seed}" / "config.json").read_text())[
+            "train"]["seed"] == seed
 
 
 def test_train_seeds_refuses_repeated_seeds(tmp_path):
