@@ -48,8 +48,8 @@ from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicat
 from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
 from ddgjax.validation import Validator, check_validation_config
-from ddgjax.workdir import (check_same_run, ensure_writable_dir, set_aside_previous_run,
-                            write_run_record)
+from ddgjax.workdir import (WorkdirError, check_same_run, ensure_writable_dir, read_run_record,
+                            set_aside_previous_run, write_run_record)
 
 
 class TrainingError(RuntimeError):
@@ -505,6 +505,9 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                  where) -> dict:
     """The body of :func:`train_seeds`."""
     setup = _Setup(config, devices, workdir)
+    if not restart:
+        for s in seeds:
+            _check_seed_record(seed_workdir(workdir, s), s)
     width = max(len(str(s)) for s in seeds)
     runs = [_Run(setup, setup.config_for_seed(s), seed_workdir(workdir, s), restart, verbose,
                  label=f"seed {s:>{width}}: ") for s in seeds]
@@ -535,6 +538,18 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     summaries = _loop(setup, runs, chunk_fn, state, True, bar, stop_after_epochs, where)
     return {"seeds": seeds, "workdirs": [r.workdir for r in runs], "runs": summaries,
             **{k: v for k, v in summaries[0].items() if k != "best_loss"}}
+
+
+def _check_seed_record(workdir: str, seed: int) -> None:
+    """Raise TrainingError if ``workdir`` records a run of a seed other than ``seed``."""
+    try:
+        recorded, _ = read_run_record(workdir)
+    except WorkdirError:
+        return
+    other = recorded.get("train", {}).get("seed")
+    if other is not None and int(other) != int(seed):
+        raise TrainingError(f"{workdir} holds a run of train.seed={other}, not {seed}; "
+                            "move it elsewhere, or pass --restart to start over there")
 
 
 def _progress_callback(bar: Progress, setup: _Setup, where: dict):

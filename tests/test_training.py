@@ -330,7 +330,16 @@ def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_pat
             "train"]["seed"] == seed
 
 
-def test_train_seeds_refuses_repeated_seeds(tmp_path):
+def test_train_seeds_refuses_repeated_seeds_and_a_run_of_another_seed(tmp_path):
+    from ddgjax.workdir import write_run_record
+
     with pytest.raises(training.TrainingError, match="repeated seeds"):
         training.train_seeds(test_config.get_config(), str(tmp_path), [1, 1], verbose=False,
+                             devices=ONE)
+    cfg = test_config.get_config()
+    cfg.train.seed = 5
+    (tmp_path / "seed_2").mkdir()
+    write_run_record(str(tmp_path / "seed_2"), cfg, {})
+    with pytest.raises(training.TrainingError, match=r"seed_2 holds a run of train.seed=5"):
+        training.train_seeds(test_config.get_config(), str(tmp_path), [2], verbose=False,
                              devices=ONE)
