@@ -25,8 +25,8 @@ Reported per phase (and written to --out as JSON):
 
 With ``--epochs`` (a shorter run), checkpoints come every ``epochs // 2`` epochs when
 the config's interval would leave fewer than two jitted calls, so that a steady-state
-call exists. Seed 0 of (b) is checked against (a) (best training loss, to float
-tolerance).
+call exists; ``--checkpoint_every N`` sets the interval. Seed 0 of (b) is checked
+against (a) (best training loss, to float tolerance).
 """
 import argparse
 import json
@@ -86,6 +86,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=5, help="R, the number of seeds of (b)")
     ap.add_argument("--epochs", type=int, default=0, help="train this many epochs (0: the "
                     "config's own, the paper's)")
+    ap.add_argument("--checkpoint_every", type=int, default=0, help="checkpoint every this "
+                    "many epochs (0: the config's, 100 for the paper configs)")
     ap.add_argument("--skip_single", action="store_true", help="only (b)")
     ap.add_argument("--keep", default="", help="keep the workdirs under this directory")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
@@ -98,6 +100,8 @@ def main():
         cfg.train.num_epochs = args.epochs
         if cfg.train.checkpoint_every_epochs * 2 > args.epochs:
             cfg.train.checkpoint_every_epochs = max(1, args.epochs // 2)
+    if args.checkpoint_every:
+        cfg.train.checkpoint_every_epochs = args.checkpoint_every
     epochs, ckpt_every = int(cfg.train.num_epochs), int(cfg.train.checkpoint_every_epochs)
     root = args.keep or tempfile.mkdtemp(prefix="seeds-speed-")
     os.makedirs(root, exist_ok=True)
@@ -120,7 +124,8 @@ def main():
             out_json = os.path.join(root, f"{name}.json")
             cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--phase_out",
                    out_json, "--config", args.config, "--seeds", str(args.seeds),
-                   "--epochs", str(args.epochs), "--keep", root]
+                   "--epochs", str(args.epochs), "--checkpoint_every", str(args.checkpoint_every),
+                   "--keep", root]
             t0 = time.time()
             subprocess.run(cmd, check=True)
             with open(out_json) as f:
