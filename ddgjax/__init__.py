@@ -58,20 +58,25 @@ def get_config(name_or_path: str):
 
 
 def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
-          stop_after_epochs: int | None = None) -> dict:
+          stop_after_epochs: int | None = None, seeds=None) -> dict:
     """Train ``config`` in ``workdir`` (what ``ddgjax-train`` does); returns a summary dict.
 
     Resumes when ``workdir`` holds a checkpoint of the same run; a run with other
     data or another model is refused unless ``restart=True`` (which moves it
     aside). ``config`` may also be a config name or path (as for :func:`get_config`).
-    See ``ddgjax.training.train``.
+    ``seeds=[0, 1, 2]`` trains one run per seed in one program (``ddgjax-train
+    --seeds``): run ``s`` is ``workdir/seed_<s>``, the workdir a single run with
+    ``config.train.seed = s`` leaves (``ddgjax.load(f"{workdir}/seed_0")``).
+    See ``ddgjax.training.train`` and ``ddgjax.training.train_seeds``.
     """
-    from ddgjax.training import train as _train
+    from ddgjax.training import train as _train, train_seeds as _train_seeds
 
     if isinstance(config, str):
         config = get_config(config)
-    return _train(config, workdir, restart=restart, verbose=verbose,
-                  stop_after_epochs=stop_after_epochs)
+    options = dict(restart=restart, verbose=verbose, stop_after_epochs=stop_after_epochs)
+    if seeds is not None:
+        return _train_seeds(config, workdir, list(seeds), **options)
+    return _train(config, workdir, **options)
 
 
 def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None):

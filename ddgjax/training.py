@@ -13,6 +13,12 @@ epochs, ending at a checkpoint boundary); the batches come from
 The noise process (``ddgjax.processes``) supplies the loss; this module never
 names one.
 
+Several seeds of one config (``train_seeds``) train as one program: the state
+leaves carry a leading run axis and one jitted step advances every run
+(``make_train_chunk_seeds``), while each run keeps its own workdir, keys, batch
+order, metrics log, checkpoints and model selection, exactly as a run of that
+seed alone. Both loops are :func:`_loop`.
+
 Faults: a workdir holding another run (other data, model or process) is refused
 (``ddgjax.workdir.check_same_run``; ``restart=True`` sets it aside); an unreadable
 ``latest`` checkpoint falls back to ``best`` with a warning; Ctrl-C or SIGTERM
@@ -21,6 +27,7 @@ any checkpoint save in progress has completed.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable
@@ -35,13 +42,14 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from ddgjax import checkpoints, input_pipeline
 from ddgjax.configuration import validate_config
+from ddgjax.interrupts import deferred
 from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
 from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
 from ddgjax.validation import Validator, check_validation_config
-from ddgjax.workdir import (check_same_run, ensure_writable_dir, set_aside_previous_run,
-                            write_run_record)
+from ddgjax.workdir import (WorkdirError, check_same_run, ensure_writable_dir, read_run_record,
+                            set_aside_previous_run, write_run_record)
 
 
 class TrainingError(RuntimeError):
@@ -172,7 +180,8 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
-                           ema_decay: float = 0.0) -> Callable:
+                           ema_decay: float = 0.0,
+                           on_step: Callable[[Any, Any], None] | None = None) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -184,13 +193,24 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``data_adj``, ``data_mask`` as for ``make_train_chunk``, and ``batch_idx``
     ``int32[S, R, B]`` (sharded over B). Returns the states after S steps and
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
-    ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``.
+    ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``on_step`` (optional)
+    is a host function ``(step, mean loss over the runs)`` called after every step, as
+    for ``make_train_chunk``.
     """
     one_step = _train_step(model, tx, process, ema_decay)
 
     def per_device(states, data_adj, data_mask, batch_idx):
         step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
-        return jax.lax.scan(lambda st, idx: step_all(st, idx, base_keys), states, batch_idx)
+
+        def body(st, idx):
+            st, loss = step_all(st, idx, base_keys)
+            if on_step is not None:
+                jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
+                             lambda: jax.debug.callback(on_step, st.step[0], loss.mean()),
+                             lambda: None)
+            return st, loss
+
+        return jax.lax.scan(body, states, batch_idx)
 
     return _sharded(per_device, mesh, P(None, None, AXIS))
 
@@ -265,13 +285,60 @@ def train(config: ml_collections.ConfigDict, workdir: str, *,
     Returns a summary dict (epochs, steps, best loss, timings). Raises
     TrainingInterrupted (a KeyboardInterrupt) on Ctrl-C or SIGTERM.
     """
+    return _interruptible(lambda where: _train(config, workdir, stop_after_epochs, verbose,
+                                               devices, restart, where), [workdir])
+
+
+def seed_workdir(workdir: str, seed: int) -> str:
+    """Where :func:`train_seeds` keeps the run of ``seed``: ``workdir/seed_<seed>``."""
+    return os.path.join(workdir, f"seed_{int(seed)}")
+
+
+def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds, *,
+                stop_after_epochs: int | None = None, verbose: bool = True, devices=None,
+                restart: bool = False) -> dict:
+    """Train ``config`` once per seed in ``seeds``, all runs advanced by one jitted program.
+
+    Run ``s`` lives in ``workdir/seed_<s>`` (:func:`seed_workdir`) and is the run
+    ``train(config with train.seed = s, workdir/seed_<s>)`` would make: the same
+    initial parameters, noise keys and batch order (so the same result up to float
+    rounding), the same ``config.json``, ``dataset.json``, ``metrics.jsonl`` and
+    ``latest`` / ``best`` (/ ``best_val``) checkpoints, each saved and selected per run;
+    ``ddgjax.load``, ``ddgjax-sample`` and ``ddgjax-evaluate`` work on it as on any run.
+    The steps of all runs are one program (``make_train_chunk_seeds``: ``vmap`` over
+    the runs), which keeps small models from being bound by kernel launches.
+
+    Resumes every run from its own checkpoint. Runs found at different epochs (a seed
+    added to a set, a kill between two runs' saves) are first brought to the furthest
+    one's epoch one by one with :func:`train`, then go on together. ``restart`` sets
+    aside what each run's workdir holds. Returns ``{"seeds", "runs": [summary per
+    seed], ...}`` with the timings of the shared program. Raises TrainingInterrupted on
+    Ctrl-C or SIGTERM (no run is left between two saves of a checkpoint boundary).
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise TrainingError("train_seeds: no seeds given")
+    if len(set(seeds)) != len(seeds):
+        raise TrainingError(f"train_seeds: repeated seeds in {seeds}")
+    workdirs = [seed_workdir(workdir, s) for s in seeds]
+    return _interruptible(lambda where: _train_seeds(config, workdir, seeds, stop_after_epochs,
+                                                     verbose, devices, restart, where), workdirs)
+
+
+def _interruptible(body: Callable[[dict], dict], workdirs: list[str]) -> dict:
+    """``body(where)``, with Ctrl-C and SIGTERM turned into TrainingInterrupted saying
+    where the run stopped (``where``: see :func:`interrupted_message`)."""
     where = {"epoch": None, "saved_epoch": None}  # how far the run got, for the message
     try:
-        return _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
+        return body(where)
+    except TrainingInterrupted:
+        raise  # already worded (a run trained alone to catch up)
     except KeyboardInterrupt:
-        if where["epoch"] is not None and checkpoints.latest_step(workdir, "latest") is not None:
-            # the signal may have landed just after a save completed: ask the checkpoint
-            where["saved_epoch"] = int(checkpoints.restore_meta(workdir, "latest")["epoch"])
+        if where["epoch"] is not None and all(checkpoints.latest_step(wd, "latest") is not None
+                                              for wd in workdirs):
+            # the signal may have landed just after a save completed: ask the checkpoints
+            where["saved_epoch"] = min(int(checkpoints.restore_meta(wd, "latest")["epoch"])
+                                       for wd in workdirs)
         raise TrainingInterrupted(interrupted_message(where)) from None
 
 
@@ -290,117 +357,279 @@ def interrupted_message(where: dict) -> str:
             f"from the checkpoint of epoch {saved})")
 
 
+class _Setup:
+    """What every run of one config shares: data, model, process, mesh, optimizer."""
+
+    def __init__(self, config, devices, workdir: str):
+        validate_config(config)
+        check_validation_config(config)
+        self.model = model_from_config(config)
+        ensure_writable_dir(workdir)
+        self.ds, self.data, self.max_nodes = input_pipeline.load_training_data(config)
+        # recorded in config.json
+        self.config = fit_to_data(config, self.data.adj, self.data.node_mask)
+        self.process = process_from_config(self.config)
+        self.dataset = input_pipeline.dataset_record(config.data.source, self.ds, self.max_nodes)
+        self.num_graphs = self.data.adj.shape[0]
+        self.mesh = make_mesh(devices)
+        self.n_dev = self.mesh.devices.size
+        self.batch_size = B = config.train.batch_size
+        if B % self.n_dev:
+            raise TrainingError(f"config.train.batch_size={B} must be divisible by the number of "
+                                f"devices ({self.n_dev})")
+        self.steps_per_epoch = input_pipeline.steps_per_epoch(self.num_graphs, B)
+        self.tx = make_optimizer(config.train, self.steps_per_epoch)
+
+    def config_for_seed(self, seed: int) -> ml_collections.ConfigDict:
+        """The (data-fitted) config with ``train.seed = seed``: what a run of that seed records."""
+        if int(self.config.train.seed) == int(seed):
+            return self.config
+        config = self.config.copy_and_resolve_references()
+        config.train.seed = int(seed)
+        return config
+
+
+class _Run:
+    """The host side of one run in its workdir: restart or resume checks, the restored
+    state, the metrics log, model selection by loss (``best``) and by samples
+    (``best_val``), checkpoint saves."""
+
+    def __init__(self, setup: _Setup, config, workdir: str, restart: bool, verbose: bool,
+                 label: str = ""):
+        self.setup, self.config, self.workdir, self.label = setup, config, workdir, label
+        self.seed = int(config.train.seed)
+        self.is_main = jax.process_index() == 0
+        ensure_writable_dir(workdir)
+        self.root = jax.random.key(self.seed)
+        if restart:
+            moved = set_aside_previous_run(workdir) if self.is_main else None
+            if moved:
+                print(f"restart: moved the previous run in {workdir} to {moved}", file=sys.stderr)
+        elif checkpoints.available(workdir):
+            check_same_run(workdir, config, setup.dataset)
+        self.restore()
+        if self.validator is not None and self.is_main and verbose:
+            v = self.validator
+            print(f"{label}model selection by samples every {v.every} epochs against "
+                  f"{v.reference_name} ({len(v.reference)} graphs), metric {v.metric!r}: "
+                  "checkpoints/best_val", file=sys.stderr)
+        self.log = None
+        self.window: list[float] = []
+
+    def restore(self) -> None:
+        """Set ``state``, ``start_epoch``, ``best_loss`` from the workdir (or fresh)."""
+        s = self.setup
+        self.state, self.start_epoch, self.best_loss = restore_or_init(
+            self.workdir, s.model, s.tx, jax.random.fold_in(self.root, 0), s.max_nodes)
+        # (after the restore: it reads the best validation score so far from best_val)
+        self.validator = Validator.from_config(self.config, s.ds, s.model, s.process,
+                                               s.max_nodes, self.workdir)
+
+    @property
+    def base_key(self) -> jax.Array:
+        """The key of the run's steps (``fold_in(base_key, step)`` per step)."""
+        return jax.random.fold_in(self.root, 1)
+
+    def begin(self) -> None:
+        """Write the run record and open the metrics log; call once the start went well."""
+        if self.start_epoch and self.is_main:  # printed even when quiet: never resume silently
+            print(f"{self.label}resuming from {self.workdir} at epoch {self.start_epoch} "
+                  f"(step {int(to_host(self.state.step))})", file=sys.stderr)
+        # Written only now that the data, model and any checkpoint have loaded, so a
+        # failed start never replaces the record of a good run.
+        if self.is_main:
+            write_run_record(self.workdir, self.config, self.setup.dataset)
+        self.log = MetricsLog(self.workdir, enabled=self.is_main)
+        # epochs after the checkpoint are trained (and logged) again
+        self.log.truncate_after(self.start_epoch)
+
+    def log_chunk(self, losses: np.ndarray, epoch: int, dt: float) -> float:
+        """Log the epochs of a chunk that ended at ``epoch`` (``losses`` ``[n_ep, steps]``);
+        returns the last epoch's mean loss."""
+        n_ep, spe = losses.shape
+        epoch_losses = losses.mean(axis=1)
+        self.window.extend(epoch_losses.tolist())
+        every = self.config.train.log_every_epochs
+        for k, e_loss in enumerate(epoch_losses):
+            e = epoch - n_ep + k + 1
+            if e % every == 0 or e == epoch:
+                self.log.write({"epoch": e, "step": e * spe, "loss": float(e_loss),
+                                "epochs_per_s": n_ep / dt})
+        return float(epoch_losses[-1])
+
+    def selection_meta(self, epoch: int, step: int) -> dict:
+        """The checkpoint meta of a boundary; model selection by the mean training loss over
+        the epochs since the last checkpoint. Empties the window."""
+        sel = float(np.mean(self.window))
+        self.window = []
+        return {"epoch": epoch, "step": step, "loss": sel, "best_loss": min(self.best_loss, sel)}
+
+    def validate(self, state, epoch: int, step: int, meta: dict, bar: Progress) -> None:
+        """Model selection by samples at a boundary where it is due (may save ``best_val``)."""
+        if self.validator is None or epoch % self.validator.every:
+            return
+        scores = self.validator(state, epoch, step, meta)
+        self.log.write({"epoch": epoch, "step": step, "validation": scores})
+        bar.note(f"{self.label}epoch {epoch}: validation " + ", ".join(
+            f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
+
+    def save(self, state, step: int, meta: dict) -> None:
+        """``best`` when the loss improved, then ``latest``."""
+        if meta["loss"] < self.best_loss:
+            self.best_loss = meta["loss"]
+            checkpoints.save(self.workdir, "best", step, state, meta)
+        checkpoints.save(self.workdir, "latest", step, state, meta)
+
+    def end(self, summary: dict) -> dict:
+        summary = {**summary, "best_loss": self.best_loss}
+        if self.is_main:
+            self.log.write({"event": "end", **summary})
+        return summary
+
+
 def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where) -> dict:
     """The body of :func:`train`; updates ``where`` as epochs pass and checkpoints are saved."""
-    validate_config(config)
-    check_validation_config(config)
-    model = model_from_config(config)
-    is_main = jax.process_index() == 0
-    ensure_writable_dir(workdir)
-    ds, data, max_nodes = input_pipeline.load_training_data(config)
-    config = fit_to_data(config, data.adj, data.node_mask)  # recorded in config.json
-    process = process_from_config(config)
-    dataset = input_pipeline.dataset_record(config.data.source, ds, max_nodes)
-    num_graphs = data.adj.shape[0]
+    setup = _Setup(config, devices, workdir)
+    run = _Run(setup, setup.config, workdir, restart, verbose)
+    where.update(epoch=run.start_epoch, saved_epoch=run.start_epoch or None)
+    bar = Progress(setup.config.train.num_epochs, run.start_epoch, desc="epochs",
+                   enabled=verbose and run.is_main)
+    chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
+                                setup.config.train.ema_decay,
+                                on_step=_progress_callback(bar, setup, where))
+    state = replicate(run.state, setup.mesh)
+    return _loop(setup, [run], chunk_fn, state, False, bar, stop_after_epochs, where)[0]
 
-    mesh = make_mesh(devices)
-    n_dev = mesh.devices.size
-    B = config.train.batch_size
-    if B % n_dev:
-        raise TrainingError(f"config.train.batch_size={B} must be divisible by the number of "
-                            f"devices ({n_dev})")
-    steps_per_epoch = input_pipeline.steps_per_epoch(num_graphs, B)
-    tx = make_optimizer(config.train, steps_per_epoch)
-    root = jax.random.key(config.train.seed)
-    if restart:
-        moved = set_aside_previous_run(workdir) if is_main else None
-        if moved:
-            print(f"restart: moved the previous run in {workdir} to {moved}", file=sys.stderr)
-    elif checkpoints.available(workdir):
-        check_same_run(workdir, config, dataset)
-    state, start_epoch, best_loss = restore_or_init(workdir, model, tx, jax.random.fold_in(root, 0),
-                                                    max_nodes)
-    validator = Validator.from_config(config, ds, model, process, max_nodes, workdir)
-    if validator is not None and is_main and verbose:
-        print(f"model selection by samples every {validator.every} epochs against "
-              f"{validator.reference_name} ({len(validator.reference)} graphs), metric "
-              f"{validator.metric!r}: checkpoints/best_val", file=sys.stderr)
-    if start_epoch and is_main:  # printed even when quiet: a resume should never be silent
-        print(f"resuming from {workdir} at epoch {start_epoch} (step {int(state.step)})",
-              file=sys.stderr)
-    where.update(epoch=start_epoch, saved_epoch=start_epoch if start_epoch else None)
 
-    device_data = replicate(input_pipeline.device_copy(data), mesh)
-    state = replicate(state, mesh)
-    num_epochs = config.train.num_epochs
-    bar = Progress(num_epochs, start_epoch, desc="epochs", enabled=verbose and is_main)
+def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, restart,
+                 where) -> dict:
+    """The body of :func:`train_seeds`."""
+    setup = _Setup(config, devices, workdir)
+    if not restart:
+        for s in seeds:
+            _check_seed_record(seed_workdir(workdir, s), s)
+    width = max(len(str(s)) for s in seeds)
+    runs = [_Run(setup, setup.config_for_seed(s), seed_workdir(workdir, s), restart, verbose,
+                 label=f"seed {s:>{width}}: ") for s in seeds]
+    target = max(r.start_epoch for r in runs)
+    for run in runs:
+        if run.start_epoch < target:
+            # Bring it to the others' epoch alone: its own steps, so the same result.
+            print(f"{run.label}at epoch {run.start_epoch}, the furthest run at {target}: "
+                  f"training it alone to epoch {target} first", file=sys.stderr)
+            train(run.config, run.workdir, stop_after_epochs=target - run.start_epoch,
+                  verbose=verbose, devices=devices)
+            run.restore()
+            if run.start_epoch != target:
+                raise TrainingError(
+                    f"{run.workdir}: at epoch {run.start_epoch} after catching up, not at the "
+                    f"other runs' epoch {target} (did config.train.num_epochs shrink below "
+                    "it?); train the runs to the same epoch, or start over with --restart")
+    where.update(epoch=target, saved_epoch=target or None)
+    bar = Progress(setup.config.train.num_epochs, target, desc=f"epochs ({len(seeds)} seeds)",
+                   enabled=verbose and runs[0].is_main)
+    chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
+                                      jnp.stack([r.base_key for r in runs]),
+                                      setup.config.train.ema_decay,
+                                      on_step=_progress_callback(bar, setup, where))
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
+                                     *[to_host(r.state) for r in runs])
+    state = replicate(stacked, setup.mesh)
+    summaries = _loop(setup, runs, chunk_fn, state, True, bar, stop_after_epochs, where)
+    return {"seeds": seeds, "workdirs": [r.workdir for r in runs], "runs": summaries,
+            **{k: v for k, v in summaries[0].items() if k != "best_loss"}}
+
+
+def _check_seed_record(workdir: str, seed: int) -> None:
+    """Raise TrainingError if ``workdir`` records a run of a seed other than ``seed``."""
+    try:
+        recorded, _ = read_run_record(workdir)
+    except WorkdirError:
+        return
+    other = recorded.get("train", {}).get("seed")
+    if other is not None and int(other) != int(seed):
+        raise TrainingError(f"{workdir} holds a run of train.seed={other}, not {seed}; "
+                            "move it elsewhere, or pass --restart to start over there")
+
+
+def _progress_callback(bar: Progress, setup: _Setup, where: dict):
+    """The chunk's ``on_step`` host function (None without a progress bar)."""
+    if not bar.enabled:
+        return None
 
     def on_step(step, loss):  # host side, every step of a chunk (device 0 only)
-        where["epoch"] = int(step) // steps_per_epoch
-        bar.update(int(step) / steps_per_epoch, loss=float(loss))
+        where["epoch"] = int(step) // setup.steps_per_epoch
+        bar.update(int(step) / setup.steps_per_epoch, loss=float(loss))
 
-    chunk_fn = make_train_chunk(model, tx, process, mesh, jax.random.fold_in(root, 1),
-                                config.train.ema_decay, on_step=on_step if bar.enabled else None)
-    # Written only now that the data, model and any checkpoint have loaded, so a
-    # failed start never replaces the record of a good run.
-    if is_main:
-        write_run_record(workdir, config, dataset)
+    return on_step
 
+
+def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
+          stop_after_epochs, where) -> list[dict]:
+    """The training loop of one run (``stacked=False``: ``make_train_chunk``) or of several
+    at the same epoch (``stacked``: ``make_train_chunk_seeds``, state leaves ``[R, ...]``).
+    Returns each run's summary."""
+    config, mesh, spe = setup.config, setup.mesh, setup.steps_per_epoch
+    for run in runs:
+        run.begin()
+    start_epoch = runs[0].start_epoch
+    num_epochs = config.train.num_epochs
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,
                                                                  start_epoch + stop_after_epochs)
     ckpt_every = config.train.checkpoint_every_epochs
-    log_every = config.train.log_every_epochs
-    log = MetricsLog(workdir, enabled=is_main)
-    log.truncate_after(start_epoch)  # epochs after the checkpoint are trained (and logged) again
+    device_data = replicate(input_pipeline.device_copy(setup.data), mesh)
     epoch = start_epoch
-    window: list[float] = []
     t_start = time.time()
     compile_s = None
+    ckpt_s = val_s = chunks_s = 0.0
     while epoch < end_epoch:
         # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
         next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
         n_ep = next_stop - epoch
-        idx = input_pipeline.batches_for_epochs(num_graphs, B, config.train.seed, epoch, next_stop)
+        # Each run's batches: those of a single run of its seed, [S, R, B] (or [S, B]).
+        idx = np.stack([input_pipeline.batches_for_epochs(setup.num_graphs, setup.batch_size,
+                                                          run.seed, epoch, next_stop)
+                        for run in runs], axis=1)
+        if not stacked:
+            idx = idx[:, 0]
         if compile_s is None and bar.enabled:
-            print(f"compiling the training step ({n_dev} device(s))...", file=sys.stderr, flush=True)
+            print(f"compiling the training step ({setup.n_dev} device(s))...", file=sys.stderr,
+                  flush=True)
         t0 = time.time()
         state, losses = chunk_fn(state, device_data.adj, device_data.node_mask,
-                                 put_global(idx, batch_sharded(mesh, 1)))
-        losses = to_host(losses).reshape(n_ep, steps_per_epoch)
+                                 put_global(idx, batch_sharded(mesh, idx.ndim - 1)))
+        losses = to_host(losses).reshape(n_ep, spe, len(runs))
         dt = time.time() - t0
         compile_s = dt if compile_s is None else compile_s
-        check_finite(losses, epoch, workdir)
-        epoch_losses = losses.mean(axis=1)
-        window.extend(epoch_losses.tolist())
+        chunks_s += dt
+        for r, run in enumerate(runs):  # nothing of this chunk is kept if any run diverged
+            check_finite(losses[..., r], epoch, run.workdir)
         epoch = next_stop
         where["epoch"] = epoch
-        step = int(to_host(state.step))
-        for k, e_loss in enumerate(epoch_losses):
-            e = epoch - n_ep + k + 1
-            if e % log_every == 0 or e == epoch:
-                log.write({"epoch": e, "step": e * steps_per_epoch, "loss": float(e_loss),
-                           "epochs_per_s": n_ep / dt})
-        bar.update(epoch, force=epoch == end_epoch, loss=float(epoch_losses[-1]),
-                   steps_per_s=n_ep * steps_per_epoch / dt)
+        last = [run.log_chunk(losses[..., r], epoch, dt) for r, run in enumerate(runs)]
+        bar.update(epoch, force=epoch == end_epoch, loss=float(np.mean(last)),
+                   steps_per_s=n_ep * spe / dt)
         if epoch % ckpt_every == 0 or epoch == end_epoch:
-            # Model selection: mean training loss over the epochs since the last checkpoint.
-            sel = float(np.mean(window))
-            window = []
-            meta = {"epoch": epoch, "step": step, "loss": sel, "best_loss": min(best_loss, sel)}
-            if sel < best_loss:
-                best_loss = sel
-                checkpoints.save(workdir, "best", step, state, meta)
-            if validator is not None and epoch % validator.every == 0:
-                scores = validator(state, epoch, step, meta)
-                log.write({"epoch": epoch, "step": step, "validation": scores})
-                bar.note(f"epoch {epoch}: validation " + ", ".join(
-                    f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
-            checkpoints.save(workdir, "latest", step, state, meta)
+            host = to_host(state)
+            states = [jax.tree_util.tree_map(lambda x, r=r: x[r], host) if stacked else host
+                      for r in range(len(runs))]
+            step = int(states[0].step)
+            metas = [run.selection_meta(epoch, step) for run in runs]
+            t1 = time.time()
+            for run, st, meta in zip(runs, states, metas):
+                run.validate(st, epoch, step, meta, bar)
+            t2 = time.time()
+            with deferred():  # all runs' checkpoints of this boundary, or (on Ctrl-C) none
+                for run, st, meta in zip(runs, states, metas):
+                    run.save(st, step, meta)
+            val_s, ckpt_s = val_s + t2 - t1, ckpt_s + time.time() - t2
             where["saved_epoch"] = epoch
     bar.close()
-    summary = {"epochs": epoch, "steps": int(to_host(state.step)), "best_loss": best_loss,
-               "seconds": time.time() - t_start, "first_call_seconds": compile_s,
-               "devices": n_dev, "steps_per_epoch": steps_per_epoch}
-    if is_main:
-        log.write({"event": "end", **summary})
-    return summary
+    steps = int(np.asarray(to_host(state.step)).reshape(-1)[0])
+    # seconds: the whole loop; chunk_seconds: in the jitted calls (the first one, which
+    # compiles, is first_call_seconds); checkpoint_ and validation_seconds: at boundaries.
+    summary = {"epochs": epoch, "steps": steps, "seconds": time.time() - t_start,
+               "first_call_seconds": compile_s, "chunk_seconds": chunks_s,
+               "checkpoint_seconds": ckpt_s, "validation_seconds": val_s,
+               "devices": setup.n_dev, "steps_per_epoch": spe}
+    return [run.end(summary) for run in runs]

@@ -41,3 +41,16 @@ def test_readme_example_on_the_test_config(tmp_path):
 def test_load_says_what_is_missing(tmp_path):
     with pytest.raises(SamplingError, match="workdir not found"):
         ddgjax.load(str(tmp_path / "nothing"))
+
+
+def test_train_with_seeds_trains_them_in_one_program(tmp_path, monkeypatch):
+    """``ddgjax.train(..., seeds=[...])`` is ``training.train_seeds`` (stubbed here; the runs
+    themselves: test_training.py::test_train_seeds_*)."""
+    from ddgjax import training
+
+    calls = []
+    monkeypatch.setattr(training, "train_seeds", lambda *a, **k: calls.append((a, k)) or {})
+    ddgjax.train("test", str(tmp_path), seeds=(0, 1), verbose=False)
+    (config, workdir, seeds), kwargs = calls[0]
+    assert workdir == str(tmp_path) and seeds == [0, 1] and config.train.num_epochs == 4
+    assert kwargs == {"restart": False, "verbose": False, "stop_after_epochs": None}

@@ -207,3 +207,26 @@ def test_train_cli_on_two_hosts(tmp_path):
                if "loss" in r] for d in (wd, tmp_path / "one")]
     assert len(losses[0]) == 2
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+
+
+def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):
+    """--seeds trains the seeds in one program (training.train_seeds, stubbed here; the
+    runs themselves: test_training.py::test_train_seeds_*); a bad list is a usage error."""
+    from ddgjax.cli import train as train_cli
+
+    calls = []
+
+    def fake(config, workdir, seeds, **kwargs):
+        calls.append((workdir, seeds, kwargs))
+        run = {"best_loss": 0.25, "epochs": 3}
+        return {"epochs": 3, "steps": 6, "seconds": 1.0, "runs": [run] * len(seeds)}
+
+    monkeypatch.setattr(training, "train_seeds", fake)
+    argv = ["ddgjax-train", f"--config={REPO / 'configs' / 'test.py'}", f"--workdir={tmp_path}",
+            "--quiet"]
+    assert train_cli.main(argv + ["--seeds=0,3,7", "--stop_after_epochs=2"]) == 0
+    assert calls == [(str(tmp_path), [0, 3, 7],
+                      {"stop_after_epochs": 2, "verbose": False, "restart": False})]
+    assert "trained 3 seeds for 3 epochs" in capsys.readouterr().out
+    assert train_cli.main(argv + ["--seeds=0,x"]) == 2
+    assert "--seeds 0,x: expected integers" in capsys.readouterr().err

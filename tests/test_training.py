@@ -215,3 +215,131 @@ def test_several_seeds_in_one_program_equal_separate_runs(num_devices):
             mine = jax.tree_util.tree_map(lambda a: np.asarray(a)[r], ours)
             np.testing.assert_allclose(logits(mine), logits(theirs), rtol=1e-3, atol=1e-3)
     assert not np.allclose(np.asarray(losses)[:, 0], np.asarray(losses)[:, 1])
+
+
+# ----------------------------------------------------------------------------
+# train_seeds: several seeds in one program, each run as if trained alone
+
+
+ONE = jax.devices()[:1]  # (four devices: test_several_seeds_in_one_program_equal_separate_runs)
+
+
+def _records(workdir):
+    return [json.loads(line) for line in open(workdir / "metrics.jsonl")]
+
+
+def _assert_same_run(mine, alone):
+    """``mine`` (a run of train_seeds) is the run ``alone`` (training.train of that seed):
+    the same record, checkpoints, logged losses and (up to rounding) parameters."""
+    from ddgjax import checkpoints
+    from ddgjax.sampling import load_run
+
+    for name in ("config.json", "dataset.json"):
+        assert json.loads((mine / name).read_text()) == json.loads((alone / name).read_text())
+    assert checkpoints.available(str(mine)) == checkpoints.available(str(alone))
+    for kind in checkpoints.available(str(alone)):
+        m, a = checkpoints.restore_meta(str(mine), kind), checkpoints.restore_meta(str(alone), kind)
+        assert m.keys() == a.keys() and (m["epoch"], m["step"]) == (a["epoch"], a["step"])
+        np.testing.assert_allclose(m["loss"], a["loss"], rtol=1e-5)
+    # (a resumed run also holds the end record of its first invocation)
+    rec_m, rec_a = _records(mine), _records(alone)
+    assert [sorted(r) for r in rec_m if "event" not in r] == [
+        sorted(r) for r in rec_a if "event" not in r]
+    assert sorted(rec_m[-1]) == sorted(rec_a[-1]) and rec_m[-1]["event"] == "end"
+    losses = lambda recs: [(r["epoch"], r["step"], r["loss"]) for r in recs if "loss" in r]
+    for (e, s, l), (e2, s2, l2) in zip(losses(rec_m), losses(rec_a), strict=True):
+        assert (e, s) == (e2, s2)
+        np.testing.assert_allclose(l, l2, rtol=1e-5)
+    # What the parameters compute (see test_several_seeds_in_one_program_equal_separate_runs).
+    run_m, run_a = load_run(str(mine), "latest"), load_run(str(alone), "latest")
+    data = graphs_to_batch(generate_graphs("community_small", 4, seed=5), run_a.max_nodes)
+    adj, mask = jnp.asarray(data.adj), jnp.asarray(data.node_mask)
+    t, lv = jnp.full((4,), 3, jnp.int32), jnp.full((4,), 0.2, jnp.float32)
+    out = lambda p: np.asarray(run_a.model.apply(p, adj, mask, t, lv))
+    np.testing.assert_allclose(out(run_m.params), out(run_a.params), rtol=1e-3, atol=1e-3)
+
+
+def test_train_seeds_equals_runs_alone_resumes_and_catches_up(tmp_path, capsys):
+    """Seeds 0 and 3 in one program equal each seed trained alone (4 epochs, checkpoints
+    every 2): straight after a stop at epoch 2 (both resume), and with seed 3 ahead of
+    seed 0 (here: trained alone to epoch 2 first; seed 0 is then trained alone up to
+    it, and both go on together)."""
+    cfg = test_config.get_config()
+    alone = tmp_path / "alone"
+    for seed in (0, 3):
+        cfg.train.seed = seed
+        training.train(cfg, str(alone / f"seed_{seed}"), verbose=False, devices=ONE)
+
+    together = str(tmp_path / "together")
+    first = training.train_seeds(cfg, together, [0, 3], stop_after_epochs=2, verbose=False,
+                                 devices=ONE)
+    assert first["epochs"] == 2 and [r["epochs"] for r in first["runs"]] == [2, 2]
+    out = training.train_seeds(cfg, together, [0, 3], verbose=False, devices=ONE)  # resumes
+    assert out["seeds"] == [0, 3] and out["epochs"] == 4
+    assert out["workdirs"] == [f"{together}/seed_0", f"{together}/seed_3"]
+    for seed in (0, 3):
+        _assert_same_run(tmp_path / "together" / f"seed_{seed}", alone / f"seed_{seed}")
+    a, b = ([r["loss"] for r in _records(alone / f"seed_{s}") if "loss" in r] for s in (0, 3))
+    assert a != b
+
+    lagging = str(tmp_path / "lagging")
+    cfg.train.seed = 3
+    training.train(cfg, f"{lagging}/seed_3", stop_after_epochs=2, verbose=False, devices=ONE)
+    capsys.readouterr()
+    training.train_seeds(cfg, lagging, [0, 3], verbose=False, devices=ONE)
+    assert "seed 0: at epoch 0, the furthest run at 2" in capsys.readouterr().err
+    for seed in (0, 3):
+        _assert_same_run(tmp_path / "lagging" / f"seed_{seed}", alone / f"seed_{seed}")
+
+
+def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_path, monkeypatch):
+    """Model selection by samples runs for each seed (its own best_val); Ctrl-C during a
+    checkpoint boundary's saves: every run's saves finish first (deferred), and the
+    message says where all of them resume."""
+    import os
+    import signal
+
+    from ddgjax import checkpoints
+
+    cfg = test_config.get_config()
+    cfg.validation.every_epochs = 2
+    cfg.validation.num_samples = 4
+    cfg.validation.num_reference = 8
+    cfg.sample.num_steps = 4
+    real_save = checkpoints.save
+    kinds = []
+
+    def save_and_signal(workdir, kind, *args, **kwargs):
+        real_save(workdir, kind, *args, **kwargs)
+        kinds.append(kind)
+        if kind == "best" and kinds.count("best") == 1:  # seed 0's first 'best' save
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(checkpoints, "save", save_and_signal)
+    with pytest.raises(training.TrainingInterrupted,
+                       match=r"^interrupted at epoch 2; resume with the same command$"):
+        training.train_seeds(cfg, str(tmp_path), [0, 3], verbose=False, devices=ONE)
+    assert kinds == ["best_val", "best_val", "best", "latest", "best", "latest"]
+    for seed in (0, 3):
+        wd = str(tmp_path / f"seed_{seed}")
+        assert checkpoints.restore_meta(wd, "latest")["epoch"] == 2
+        assert checkpoints.restore_meta(wd, "best_val")["epoch"] == 2
+        val = [r for r in _records(tmp_path / f"seed_{seed}") if "validation" in r]
+        assert [r["epoch"] for r in val] == [2]
+        assert json.loads((tmp_path / f"seed_{seed}" / "config.json").read_text())[
+            "train"]["seed"] == seed
+
+
+def test_train_seeds_refuses_repeated_seeds_and_a_run_of_another_seed(tmp_path):
+    from ddgjax.workdir import write_run_record
+
+    with pytest.raises(training.TrainingError, match="repeated seeds"):
+        training.train_seeds(test_config.get_config(), str(tmp_path), [1, 1], verbose=False,
+                             devices=ONE)
+    cfg = test_config.get_config()
+    cfg.train.seed = 5
+    (tmp_path / "seed_2").mkdir()
+    write_run_record(str(tmp_path / "seed_2"), cfg, {})
+    with pytest.raises(training.TrainingError, match=r"seed_2 holds a run of train.seed=5"):
+        training.train_seeds(test_config.get_config(), str(tmp_path), [2], verbose=False,
+                             devices=ONE)

@@ -4,6 +4,7 @@
     ddgjax-train --config quickstart --workdir runs/quickstart
     ddgjax-train --config configs/paper.py:community_small,ppgn,simple --workdir runs/cs
     ddgjax-train --config test --workdir /tmp/t --config.train.num_epochs=10
+    ddgjax-train --config ego_small_ppgn_simple --workdir runs/ego5 --seeds 0,1,2,3,4
 
 --config is a config file (FILE[:ARG]) or a bundled config: default, quickstart,
 test, a paper experiment DATASET_MODEL_LOSS[_OPTION] (e.g. ego_small_ppgn_simple)
@@ -11,6 +12,10 @@ or best_DATASET (best_planar_60, best_spectre_planar_64). Any key can be
 overridden with --config.SECTION.KEY=VALUE. Resumes from --workdir when it holds
 a checkpoint of the same run; --restart starts over there (the old run is moved
 aside). Ctrl-C finishes a checkpoint save in progress and exits with 130.
+--seeds S1,S2,... trains one run per seed (config.train.seed = S) in one program
+(one jitted step advances all of them): run S is WORKDIR/seed_S, the same workdir
+a single run with --config.train.seed=S would leave (sample or evaluate it as
+any run); they resume together.
 Multi-host: --coordinator host:port --num_processes P --process_id i on each host
 (or a cluster environment that jax.distributed.initialize() recognises).
 """
@@ -40,6 +45,9 @@ def define_flags(fv, argv: list) -> None:
                          flag_values=fv)
     flags.DEFINE_integer("process_id", -1, "Multi-host: this process's id.", flag_values=fv)
     flags.DEFINE_bool("quiet", False, "No progress bar.", flag_values=fv)
+    flags.DEFINE_list("seeds", [], "Train one run per seed (e.g. 0,1,2,3,4) in one program, "
+                      "run S in WORKDIR/seed_S (config.train.seed is set per run).",
+                      flag_values=fv)
     flags.mark_flags_as_required(["config", "workdir"], flag_values=fv)
 
 
@@ -67,17 +75,32 @@ def main(argv: list | None = None) -> int:
     interrupts.sigterm_raises_interrupt()
     workdir = fv.workdir
     try:
+        seeds = [int(s) for s in fv.seeds]
+    except ValueError:
+        return cli.report_error(f"--seeds {','.join(fv.seeds)}: expected integers, e.g. "
+                                "--seeds 0,1,2", cli.EXIT_USAGE)
+    try:
         config = fv.config  # a config file that failed to load raises here
         cli.maybe_initialize_distributed(fv.coordinator, fv.num_processes, fv.process_id)
-        from ddgjax.training import train
+        from ddgjax.training import train, train_seeds
 
-        summary = train(config, workdir, stop_after_epochs=fv.stop_after_epochs or None,
-                        verbose=not fv.quiet, restart=fv.restart)
+        options = dict(stop_after_epochs=fv.stop_after_epochs or None, verbose=not fv.quiet,
+                       restart=fv.restart)
+        if seeds:
+            summary = train_seeds(config, workdir, seeds, **options)
+        else:
+            summary = train(config, workdir, **options)
     except KeyboardInterrupt as e:
         print(str(e) or "interrupted", file=sys.stderr)
         return interrupts.EXIT_INTERRUPTED
     except cli.user_errors() as e:
         return cli.report_error(e)
+    if seeds:
+        best = ", ".join(f"{s}: {r['best_loss']:.5f}" for s, r in zip(seeds, summary["runs"]))
+        print(f"trained {len(seeds)} seeds for {summary['epochs']} epochs ({summary['steps']} "
+              f"steps each) in {summary['seconds']:.1f} s; best training loss by seed {best}; "
+              f"runs in {os.path.join(workdir, 'seed_<S>')}")
+        return 0
     print(f"trained {summary['epochs']} epochs ({summary['steps']} steps) in "
           f"{summary['seconds']:.1f} s; best training loss {summary['best_loss']:.5f}; "
           f"checkpoints in {os.path.join(workdir, 'checkpoints')}")
