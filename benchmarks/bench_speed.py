@@ -190,6 +190,9 @@ def check_same_function(args, device):
             ddgjax_params=params)
     worst = max(r["rel_err"] for r in out.values())
     return {"by_layout": out, "max_rel_err": worst, "threshold": 1e-4, "passed": worst < 1e-4,
+            "max_grad_rel_err": max(r["grad_rel_err"] for r in out.values()),
+            "grad_note": "informational (no threshold): at depth 8 some random batches show "
+                         "1-4 % gradient differences for one parameter, unexplained",
             "precision": "float32; JAX default_matmul_precision('highest'), torch TF32 off"}
 
 
@@ -333,6 +336,7 @@ def main(argv=None):
         results["check"]["seconds"] = time.perf_counter() - t0
         c = results["check"]
         print(f"check: float32 max rel err {c['max_rel_err']:.2e} "
+              f"(grads {c['max_grad_rel_err']:.1e}) "
               f"({'passed' if c['passed'] else 'FAILED'}, threshold 1e-4); bf16 vs f32: "
               f"ddgjax {c['bf16_agreement']['ddgjax_bf16_vs_f32']:.2e}, "
               f"torch {c['bf16_agreement']['torch_bf16_vs_f32']:.2e}", flush=True)

@@ -376,14 +376,18 @@ def random_batch(num_nodes, n_max: int, seed: int = 0, p: float = 0.3):
 
 def compare_with_ddgjax(hidden: int = 16, num_blocks: int = 3, noise_features: str = "linear",
                         layout: str = "cl", num_nodes=(9, 7, 4, 1, 9), n_max: int = 9,
-                        seed: int = 0, device: str = "cpu", ddgjax_params=None) -> dict:
-    """Build a float32 ddgjax PPGN (random init, or ``ddgjax_params``), copy its parameters
-    into a ``TorchPPGN`` and compare the logits on random padded graphs.
+                        seed: int = 0, device: str = "cpu", ddgjax_params=None,
+                        grads: bool = True) -> dict:
+    """Build a float32 ddgjax PPGN (random init, or ``ddgjax_params``; biases randomised
+    either way), copy its parameters into a ``TorchPPGN`` and compare the logits on random padded graphs, and with ``grads``
+    the parameter gradients of ``sum(logits * R)`` for a fixed random ``R``.
 
     Both sides run at full float32 matmul precision (JAX ``highest``, torch TF32 off).
-    Returns ``{"max_abs_err", "max_abs_ref", "rel_err"}`` with ``rel_err`` = max abs
-    difference / max abs logit over the real off-diagonal pairs (the rest are exactly 0
-    on both sides and compared too).
+    Returns ``rel_err`` = max abs logit difference / max abs logit (padding and diagonal
+    entries, exactly 0 on both sides, are compared too) and ``grad_rel_err`` = the largest
+    over the parameters of max abs gradient difference / max abs gradient of that
+    parameter (floored at 1 % of the largest gradient of any parameter; the mix biases,
+    whose gradient is 0 behind the instance norm, left out).
     """
     import jax
     import jax.numpy as jnp
@@ -393,22 +397,60 @@ def compare_with_ddgjax(hidden: int = 16, num_blocks: int = 3, noise_features: s
                         noise_features=noise_features, compute_dtype=jnp.float32)
     params = ddgjax_params if ddgjax_params is not None else init_params(
         model, jax.random.key(seed), n_max)
+    # Random biases (init has zeros): with zero biases many pre-activations are exactly 0
+    # (non-edges embed to 0), where leaky_relu's derivative is a convention (JAX 1, torch
+    # 0.01), and the gradients would differ there for that reason alone.
+    rng = np.random.default_rng(seed + 2)
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: (x + 0.1 * rng.standard_normal(x.shape).astype(np.float32)
+                         if getattr(path[-1], "key", None) == "bias" else x), params)
     adj, mask, noise = random_batch(num_nodes, n_max, seed)
+    weights = np.random.default_rng(seed + 1).normal(size=adj.shape).astype(np.float32)
+    t_idx = jnp.ones(len(adj), jnp.int32)
     with jax.default_matmul_precision("highest"):
-        ref = np.asarray(jax.jit(model.apply)(params, adj, mask, jnp.ones(len(adj), jnp.int32),
-                                             noise))
+        ref = np.asarray(jax.jit(model.apply)(params, adj, mask, t_idx, noise))
+        if grads:
+            ref_grads = jax.jit(jax.grad(
+                lambda p: jnp.sum(model.apply(p, adj, mask, t_idx, noise) * weights)))(params)
     tmodel = TorchPPGN(hidden, num_blocks, noise_features, layout).to(device)
     load_ddgjax_params(tmodel, params)
     prev = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     try:
-        with torch.no_grad():
-            out = tmodel(torch.from_numpy(adj).to(device), torch.from_numpy(mask).to(device),
-                         torch.from_numpy(noise).to(device)).cpu().numpy()
+        out_t = tmodel(torch.from_numpy(adj).to(device), torch.from_numpy(mask).to(device),
+                       torch.from_numpy(noise).to(device))
+        if grads:
+            (out_t * torch.from_numpy(weights).to(device)).sum().backward()
+        out = out_t.detach().cpu().numpy()
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = prev
     err = float(np.max(np.abs(out - ref)))
     scale = float(np.max(np.abs(ref)))
-    return {"max_abs_err": err, "max_abs_ref": scale, "rel_err": err / max(scale, 1e-30),
-            "layout": layout, "noise_features": noise_features, "hidden": hidden,
-            "num_blocks": num_blocks, "num_nodes": [int(n) for n in num_nodes], "n_max": n_max}
+    result = {"max_abs_err": err, "max_abs_ref": scale, "rel_err": err / max(scale, 1e-30),
+              "layout": layout, "noise_features": noise_features, "hidden": hidden,
+              "num_blocks": num_blocks, "num_nodes": [int(n) for n in num_nodes],
+              "n_max": n_max}
+    if grads:
+        mods = dict(tmodel.named_modules())
+        tree = ref_grads.get("params", ref_grads)
+        pairs = []
+        for name in _linear_names(num_blocks):
+            node = tree
+            for part in name.split("/"):
+                node = node[part]
+            lin = mods[name.replace("/", ".").replace("block_", "blocks.")]
+            pairs += [(name + "/kernel", np.asarray(node["kernel"]).T, lin.weight.grad),
+                      (name + "/bias", np.asarray(node["bias"]), lin.bias.grad)]
+        # The mix biases feed an instance norm, which removes them: their true gradient is
+        # 0 and both sides return rounding noise, so they are left out; a floor on each
+        # parameter's scale keeps other near-zero gradients from dividing noise by noise.
+        pairs = [p for p in pairs if not p[0].endswith("mix/bias")]
+        floor = 1e-2 * max(float(np.max(np.abs(g))) for _, g, _ in pairs)
+        worst, worst_name = 0.0, None
+        for name, ref_g, got in pairs:
+            got = got.detach().cpu().numpy()
+            rel = float(np.max(np.abs(got - ref_g)) / max(np.max(np.abs(ref_g)), floor))
+            if rel >= worst:
+                worst, worst_name = rel, name
+        result.update(grad_rel_err=worst, grad_worst_param=worst_name)
+    return result

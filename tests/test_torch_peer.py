@@ -1,8 +1,9 @@
 """The PyTorch peer of benchmarks/bench_speed.py computes ddgjax's PPGN (CPU, float32).
 
 Skipped where torch is not installed (CI has no torch; it is a benchmark-only import).
-The peer gets a ddgjax PPGN's parameters copied in and must give the same logits on
-random padded graphs (relative error < 1e-4) in both of its layouts and with both
+The peer gets a ddgjax PPGN's parameters copied in and must give the same logits, and the
+same parameter gradients of a fixed random linear function of them, on random padded
+graphs (relative error < 1e-4) in both of its layouts and with both
 noise-feature kinds. Tiny graphs are left out of the deep (8-block) case: with 2 real
 nodes, or 3 and no edge, every channel takes only two distinct values over the few
 entries the masked instance norm sees, its variance can be near 0 and the function
@@ -23,12 +24,16 @@ def test_same_logits_as_ddgjax(layout, noise_features):
     r = torch_ppgn.compare_with_ddgjax(hidden=16, num_blocks=3, noise_features=noise_features,
                                        layout=layout, num_nodes=(9, 7, 4, 2, 1, 0, 9), n_max=9)
     assert r["rel_err"] < 1e-4, r
+    assert r["grad_rel_err"] < 1e-4, r
 
 
 def test_same_logits_as_ddgjax_deep():
     r = torch_ppgn.compare_with_ddgjax(hidden=32, num_blocks=8, layout="cl",
                                        num_nodes=(20, 13, 20, 7, 11), n_max=20, seed=1)
     assert r["rel_err"] < 1e-4, r
+    # Gradients are not asserted at depth 8: on some random batches one parameter's
+    # gradient differs by 1-4 % between JAX and torch (both torch layouts agreeing with
+    # each other), not yet explained; the 3-block tests above assert them.
 
 
 def test_peer_sampler_and_train_step_run():
