@@ -11,6 +11,7 @@ Median of repeated timed calls after a warm-up, each ended by
 ``block_until_ready``. Inputs are random graphs (never zeros).
 """
 import argparse
+import ast
 import json
 import os
 import sys
@@ -24,21 +25,88 @@ import numpy as np  # noqa: E402
 
 from ddgjax import training  # noqa: E402
 from ddgjax.graphs import node_mask_from_counts, pair_mask  # noqa: E402
-from ddgjax.models import build_model, init_params, model_from_config  # noqa: E402
+from ddgjax.models import init_params, model_from_config  # noqa: E402
 from ddgjax.parallel import make_mesh  # noqa: E402
-from ddgjax.processes import BitFlipProcess, bitflip, process_from_config  # noqa: E402
+from ddgjax.processes import bitflip, process_from_config  # noqa: E402
+from ddgjax.sampling import compiled_sampler  # noqa: E402
 from configs import default  # noqa: E402
 
 
-def timeit(fn, *args, warmup=2, repeat=10):
-    for _ in range(warmup):
+def timeit_detail(fn, *args, warmup=2, repeat=10) -> dict:
+    """Time ``fn(*args)`` (each call ended by ``block_until_ready``): the first call
+    alone (compile + run), then the rest of the warm-up, then ``repeat`` timed calls."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - t0
+    for _ in range(warmup - 1):
         jax.block_until_ready(fn(*args))
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - t0)
-    return float(np.median(times)), float(np.min(times))
+    return {"first_call_s": first, "median_s": float(np.median(times)),
+            "min_s": float(np.min(times)), "times_s": times}
+
+
+def timeit(fn, *args, warmup=2, repeat=10):
+    d = timeit_detail(fn, *args, warmup=warmup, repeat=repeat)
+    return d["median_s"], d["min_s"]
+
+
+def _parse_like(old, raw: str, key: str):
+    if isinstance(old, bool):
+        if raw.lower() in ("true", "1", "yes"):
+            return True
+        if raw.lower() in ("false", "0", "no"):
+            return False
+        raise ValueError(f"{key}: expected true or false, got {raw!r}")
+    if isinstance(old, int):
+        return int(raw)
+    if isinstance(old, float):
+        return float(raw)
+    if isinstance(old, str):
+        return raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def apply_options(cfg, options=()):
+    """Set ``key=value`` overrides (``model.ppgn.remat=true``) on ``cfg`` in place, each value
+    parsed with the type of the key's current value. A ``model.ppgn.*`` key that the config
+    lacks but the PPGN has as a field is added (value read as a Python literal, else a
+    string). ValueError for anything else."""
+    from ddgjax.models import model_fields
+    for opt in options:
+        key, sep, raw = opt.partition("=")
+        if not sep:
+            raise ValueError(f"option {opt!r}: expected key=value")
+        parts = key.split(".")
+        node = cfg
+        for part in parts[:-1]:
+            if part not in node:
+                raise ValueError(f"option {opt!r}: the config has no {part!r} (in {key})")
+            node = node[part]
+        leaf = parts[-1]
+        if leaf in node:
+            node[leaf] = _parse_like(node[leaf], raw, key)
+        elif parts[:-1] == ["model", "ppgn"] and leaf in model_fields("ppgn"):
+            node[leaf] = _parse_like(None, raw, key)
+        else:
+            raise ValueError(f"option {opt!r}: no such key; valid here: {sorted(node.keys())}")
+    return cfg
+
+
+def core_config(dtype, hidden=128, blocks=8, T=32, options=()):
+    """The default config with PPGN ``blocks x hidden``, ``compute_dtype``, T levels and the
+    ``key=value`` overrides (``apply_options``)."""
+    cfg = default.get_config()
+    cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks = hidden, blocks
+    cfg.model.compute_dtype = dtype
+    cfg.diffusion.num_timesteps = T
+    return apply_options(cfg, options)
 
 
 def random_graphs(B, N, seed=0, p=0.1):
@@ -48,10 +116,9 @@ def random_graphs(B, N, seed=0, p=0.1):
     return (u | u.transpose(0, 2, 1)).astype(np.float32), mask
 
 
-def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10):
-    cfg = default.get_config()
-    cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks = hidden, blocks
-    cfg.model.compute_dtype = dtype
+def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=(),
+                     repeat=5, warmup=2):
+    cfg = core_config(dtype, hidden, blocks, options=options)
     model = model_from_config(cfg)
     process = process_from_config(cfg)  # the default config: bit flips, linear, T = 32, L_simple
     tx = training.make_optimizer(cfg.train, 1)
@@ -62,29 +129,46 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10):
     mesh = make_mesh(jax.devices()[:1])
     chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
-    med, best = timeit(lambda s: chunk(s, adj, mask, idx), state, repeat=5)
+    t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
     return {"what": f"PPGN {blocks}x{hidden} train step, N={N}, B={B}, {dtype}",
-            "ms_per_step": 1e3 * med / steps, "ms_per_step_min": 1e3 * best / steps}
+            "ms_per_step": 1e3 * t["median_s"] / steps, "ms_per_step_min": 1e3 * t["min_s"] / steps,
+            "steps_per_call": steps, "first_call_s": t["first_call_s"],
+            "ms_per_step_all": [1e3 * x / steps for x in t["times_s"]], "options": list(options)}
 
 
-def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=True):
-    model = build_model("ppgn", T, hidden=hidden, num_blocks=blocks,
-                        compute_dtype=jnp.bfloat16 if dtype == "bfloat16" else jnp.float32)
+def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=True,
+                   options=(), repeat=3, warmup=1, params_as_arg=False):
+    """``params_as_arg``: pass the parameters to the jitted sampler as ``ddgjax.sampling``
+    does (``compiled_sampler``) instead of closing over them (compile-time constants)."""
+    cfg = core_config(dtype, hidden, blocks, T, options)
+    model = model_from_config(cfg)
     params = init_params(model, jax.random.key(0), N)
-    process = BitFlipProcess(schedule_name="linear", num_timesteps=T, algorithm=2)
+    process = process_from_config(cfg)
     mask = jnp.asarray(node_mask_from_counts(np.full(num, N), N))
-    fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
     if vmapped:  # the process's sampler: what ddgjax.sampling.generate runs
         sampler = process.sampler(T, algorithm=2)
         keys = jax.random.split(jax.random.key(0), num)
-        run = jax.jit(lambda k, m: sampler(fn, k, m))
-        med, best = timeit(run, keys, mask, warmup=1, repeat=3)
+        if params_as_arg:
+            fn = compiled_sampler(model, sampler)
+            t = timeit_detail(fn, params, keys, mask, warmup=warmup, repeat=repeat)
+        else:
+            fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            run = jax.jit(lambda k, m: sampler(fn, k, m))
+            t = timeit_detail(run, keys, mask, warmup=warmup, repeat=repeat)
     else:  # the same chain batched natively (one key for the whole batch)
-        run = jax.jit(lambda k, m: bitflip.sample_graphs(fn, k, m, process.schedule, 2))
-        med, best = timeit(run, jax.random.key(0), mask, warmup=1, repeat=3)
+        run = jax.jit(lambda p, k, m: bitflip.sample_graphs(
+            lambda a, m_, t_, s: model.apply(p, a, m_, t_, s), k, m, process.schedule, 2))
+        if params_as_arg:
+            t = timeit_detail(run, params, jax.random.key(0), mask, warmup=warmup, repeat=repeat)
+        else:
+            t = timeit_detail(lambda k, m: run(params, k, m), jax.random.key(0), mask,
+                              warmup=warmup, repeat=repeat)
+    med, best = t["median_s"], t["min_s"]
     return {"what": f"sample {num} graphs, PPGN {blocks}x{hidden}, N={N}, {T} steps, {dtype}, "
                     f"{'vmapped per-graph' if vmapped else 'batched'}",
-            "seconds": med, "seconds_min": best, "graphs_per_s": num / med}
+            "seconds": med, "seconds_min": best, "graphs_per_s": num / med,
+            "first_call_s": t["first_call_s"], "seconds_all": t["times_s"],
+            "options": list(options)}
 
 
 def main():
