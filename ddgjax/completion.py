@@ -30,8 +30,14 @@ def check_completion_input(adjacency, known, max_nodes: int,
     SamplingError (prefixed by ``where``, e.g. the file and graph) unless: both are square
     ``[n, n]`` arrays of the same shape, ``1 <= n <= max_nodes``; ``adjacency`` holds only 0/1
     (or booleans); ``known`` holds booleans or 0/1 and is symmetric; ``adjacency`` is
-    symmetric on the known pairs. The diagonal is ignored.
+    symmetric on the known pairs. The diagonal is ignored. A ``networkx.Graph`` with nodes
+    ``0..n-1`` may stand for the adjacency.
     """
+    if isinstance(adjacency, nx.Graph):
+        try:
+            adjacency = _as_adjacency(adjacency)
+        except ValueError as e:
+            raise SamplingError(f"{where}{e}") from e
     adj = np.asarray(adjacency)
     kn = np.asarray(known)
     if adj.ndim != 2 or adj.shape[0] != adj.shape[1]:

@@ -174,6 +174,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if not args.nll and not args.generated:
+            parser.error("the following arguments are required: --generated (unless --nll)")
     except SystemExit as e:                       # usage errors: argparse printed them
         return int(e.code or 0)
 
@@ -184,8 +186,6 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")       # self-loop notices etc. would clutter stderr
             reference, ref_file, ref_split = load_graphs(args.reference, "--reference")
-            if not args.nll and not args.generated:
-                raise ValueError("--generated PATH[:SPLIT] is required (unless --nll)")
             generated = None if args.nll else load_graphs(args.generated, "--generated")[0]
             train, train_source = None, None
             if args.train:

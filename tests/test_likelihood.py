@@ -167,5 +167,5 @@ def test_evaluate_cli_nll(trained, tmp_path, capsys):
     assert out["train"] == f"{path}:train"
     assert evaluate_cli.main(["--nll", "--reference", f"{path}:test"]) == 1
     assert "--nll needs --workdir" in capsys.readouterr().err
-    assert evaluate_cli.main(["--reference", f"{path}:test"]) == 1
-    assert "--generated" in capsys.readouterr().err
+    assert evaluate_cli.main(["--reference", f"{path}:test"]) == 2
+    assert "required: --generated" in capsys.readouterr().err
