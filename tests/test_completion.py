@@ -33,8 +33,8 @@ def test_repaint_moves():
 
 
 def test_forward_jump_has_the_kernel_marginals():
-    N = 64
-    adj = jnp.zeros((1, N, N)).at[0, :32, :].set(1.0)
+    N = 160
+    adj = jnp.zeros((1, N, N)).at[0, :60, :].set(1.0)
     adj = jnp.triu(adj, 1)
     adj = adj + jnp.swapaxes(adj, 1, 2)
     mask = jnp.ones((1, N), bool)
@@ -44,7 +44,7 @@ def test_forward_jump_has_the_kernel_marginals():
         out = np.asarray(forward_jump(jax.random.key(1), adj, mask, 0.1, 0.3, rho)[0])[iu]
         redraw = 2 * (0.3 - 0.1) / (1 - 0.2)
         for a, want in ((1, 1 - redraw + redraw * rho), (0, redraw * rho)):
-            assert abs(out[a0 == a].mean() - want) < 0.03
+            assert abs(out[a0 == a].mean() - want) < 0.025   # > 5 standard errors
 
 
 def edge_loving(a, m, t, s):
