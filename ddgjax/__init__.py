@@ -12,6 +12,8 @@ The Python API (the same steps as the ``ddgjax-train``, ``ddgjax-sample`` and
     ddgjax.train(cfg, "runs/ego")                      # resumes if runs/ego holds this run
     model = ddgjax.load("runs/ego")                    # checkpoint="best" | "latest"
     graphs = model.sample(64, seed=0)                  # list of networkx.Graph
+    done = model.complete(adjacency, known, num_samples=16)   # graph completion (known pairs kept)
+    bits = model.nll(graphs)                           # bits per pair (negative ELBO) per graph
     ds = ddgjax.load_dataset("ego_small")              # .train / .val / .test graph lists
     scores = ddgjax.evaluate(graphs, ds.test, protocol="paper")   # degree, clustering, ...
 
@@ -80,7 +82,8 @@ def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
 
 
 def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None):
-    """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``; see ``ddgjax.trained``."""
+    """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``, ``.complete(adjacency,
+    known)`` and ``.nll(graphs)``; see ``ddgjax.trained``."""
     from ddgjax.trained import load as _load
 
     return _load(workdir, checkpoint, use_ema=use_ema)

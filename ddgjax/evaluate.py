@@ -8,6 +8,7 @@ Usage::
     ddgjax-evaluate --reference spectre_sbm:test --generated samples.json \\
         --protocol spectre --validity sbm --train spectre_sbm:train
     ddgjax-evaluate --reference my_graphs.json:test --generated samples.json
+    ddgjax-evaluate --nll --workdir runs/planar --reference planar_60:test [--num_draws 8]
 
 ``PATH[:SPLIT]`` names a JSON graph-list file (or a bundled dataset, e.g.
 ``planar_60``) and optionally one of its splits (without it, all graphs of the
@@ -17,6 +18,11 @@ or else the ``train`` split of the reference file when ``--reference`` names ano
 split -- also ``<stat>_floor`` (MMD of the training graphs against the reference) and
 ``<stat>_ratio``; with ``--validity``, ``valid``, ``unique``, ``novel`` and ``vun``.
 Bad input prints ``error: ...`` on one line on stderr and exits with status 1.
+
+With ``--nll`` it scores the reference graphs under the trained model in ``--workdir``
+instead: the negative ELBO (an upper bound on the NLL) in bits per pair and per graph,
+with Monte-Carlo standard errors, the levels it was computed on, and the Erdős–Rényi
+baseline with the training split's edge density (``ddgjax.likelihood``).
 """
 from __future__ import annotations
 
@@ -89,17 +95,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", required=True, metavar="PATH[:SPLIT]",
                    help="reference graphs, e.g. planar_60:test (a bundled dataset) or "
                         "my_graphs.json:test")
-    p.add_argument("--generated", required=True, metavar="PATH[:SPLIT]",
-                   help="generated graphs (JSON graph list)")
+    p.add_argument("--generated", metavar="PATH[:SPLIT]",
+                   help="generated graphs (JSON graph list); required unless --nll")
     p.add_argument("--protocol", choices=("paper", "spectre"), default="paper",
                    help="paper: EMD/L2 kernels, generated graphs stripped of isolated nodes; "
                         "spectre: TV kernels plus spectral MMD, nothing stripped")
     p.add_argument("--validity", choices=("planar", "sbm"), default=None,
                    help="also report valid/unique/novel/vun with this validity test")
     p.add_argument("--train", default=None, metavar="PATH[:SPLIT]",
-                   help="training graphs (floor and novelty); default: the 'train' split "
-                        "of the reference file")
+                   help="training graphs (floor and novelty; with --nll the edge density "
+                        "of the ER baseline); default: the 'train' split of the reference "
+                        "file")
+    nll = p.add_argument_group("likelihood (--nll)")
+    nll.add_argument("--nll", action="store_true",
+                     help="score the reference graphs under the model in --workdir: negative "
+                          "ELBO in bits per pair (an upper bound on the NLL)")
+    nll.add_argument("--workdir", default=None, help="a workdir written by ddgjax-train")
+    nll.add_argument("--checkpoint", choices=("best", "latest", "best_val"), default="best")
+    nll.add_argument("--ema", choices=("config", "true", "false"), default="config",
+                     help="use EMA parameters (default: config.sample.use_ema)")
+    nll.add_argument("--num_draws", type=int, default=8,
+                     help="draws of A_t ~ q(A_t|A_0) per level and graph (>= 2 for a "
+                          "standard error)")
+    nll.add_argument("--num_levels", type=int, default=0,
+                     help="levels of the bound (0: the model's T)")
+    nll.add_argument("--grid", default=None,
+                     help="trained | uniform | power:GAMMA (default: trained; uniform for "
+                          "models trained in continuous time)")
+    nll.add_argument("--algorithm", type=int, choices=(1, 2), default=1,
+                     help="the reverse model whose bound it is (1: posterior marginalised "
+                          "over p(A_0|A_t), the L_vb model; 2: re-noise a draw of A_0)")
+    nll.add_argument("--seed", type=int, default=0)
+    nll.add_argument("--batch_size", type=int, default=64)
+    nll.add_argument("--per_graph", action="store_true",
+                     help="also print every graph's bits per pair and standard error")
     return p
+
+
+def run_nll(args, reference, train, train_source) -> dict:
+    """The ``--nll`` result: ``ddgjax.likelihood.nll`` summarised as one flat JSON object."""
+    import numpy as np
+
+    from ddgjax.likelihood import density_bits_per_pair, edge_density, nll
+    from ddgjax.sampling import load_run
+
+    if not args.workdir:
+        raise ValueError("--nll needs --workdir (a trained run)")
+    use_ema = {"config": None, "true": True, "false": False}[args.ema]
+    run = load_run(args.workdir, args.checkpoint, use_ema=use_ema)
+    res = nll(run, reference, num_draws=args.num_draws, seed=args.seed,
+              batch_size=args.batch_size, num_levels=args.num_levels or None, grid=args.grid,
+              algorithm=args.algorithm)
+    bpp, pairs = res["bits_per_pair"], res["num_pairs"]
+    out = {"workdir": args.workdir, "checkpoint": args.checkpoint,
+           "checkpoint_epoch": run.meta.get("epoch"), "reference": args.reference,
+           "num_graphs": len(reference),
+           "bits_per_pair": res["mean_bits_per_pair"],
+           "se_bits_per_pair": res["se_mean_bits_per_pair"],
+           "bits_per_pair_pooled": float(res["bits_per_graph"].sum() / pairs.sum()),
+           "bits_per_graph": float(res["bits_per_graph"].mean()),
+           "se_bits_per_graph": float(np.sqrt(np.sum(res["se_bits_per_graph"] ** 2))
+                                      / len(reference)),
+           "num_draws": res["num_draws"], "algorithm": res["algorithm"], "seed": res["seed"],
+           "grid": res["levels"]["grid"], "num_levels": res["levels"]["num_levels"],
+           "continuous_time": res["levels"]["continuous_time"], "estimator": res["estimator"]}
+    if train:
+        d = edge_density(train)
+        out.update({"train": train_source, "train_density": d,
+                    "er_density_bits_per_pair": float(density_bits_per_pair(reference, d).mean())})
+    if args.per_graph:
+        out["per_graph_bits_per_pair"] = [float(x) for x in bpp]
+        out["per_graph_se_bits_per_pair"] = [float(x) for x in res["se_bits_per_pair"]]
+    return out
 
 
 def main(argv=None) -> int:
@@ -107,6 +174,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if not args.nll and not args.generated:
+            parser.error("the following arguments are required: --generated (unless --nll)")
     except SystemExit as e:                       # usage errors: argparse printed them
         return int(e.code or 0)
 
@@ -117,7 +186,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")       # self-loop notices etc. would clutter stderr
             reference, ref_file, ref_split = load_graphs(args.reference, "--reference")
-            generated, _, _ = load_graphs(args.generated, "--generated")
+            generated = None if args.nll else load_graphs(args.generated, "--generated")[0]
             train, train_source = None, None
             if args.train:
                 train, _, _ = load_graphs(args.train, "--train")
@@ -125,6 +194,9 @@ def main(argv=None) -> int:
             elif ref_split not in (None, "train") and ref_file.split.get("train"):
                 train = select_split(ref_file, "train")
                 train_source = f"{parse_graph_spec(args.reference)[0]}:train"
+            if args.nll:
+                print(json.dumps(run_nll(args, reference, train, train_source)))
+                return 0
             if args.validity and train is None:
                 raise ValueError("--validity needs training graphs for novelty: pass --train "
                                  "PATH[:SPLIT] (or a --reference file with a 'train' split)")
@@ -132,7 +204,7 @@ def main(argv=None) -> int:
 
             result = evaluate_generated(generated, reference, protocol=args.protocol,
                                         train=train, validity=args.validity)
-    except (GraphFormatError, ValueError, OSError) as e:
+    except (GraphFormatError, ValueError, OSError, _sampling_error()) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     out = {"protocol": args.protocol, "reference": args.reference,
@@ -140,6 +212,12 @@ def main(argv=None) -> int:
     out.update({k: _clean(v) for k, v in result.items()})
     print(json.dumps(out, sort_keys=False))
     return 0
+
+
+def _sampling_error():
+    from ddgjax.sampling import SamplingError
+
+    return SamplingError
 
 
 def run() -> None:

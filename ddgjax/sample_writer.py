@@ -22,6 +22,7 @@ import time
 from typing import Callable
 
 import networkx as nx
+import numpy as np
 
 from ddgjax.data import load_dataset, write_graph_list
 from ddgjax.interrupts import deferred
@@ -30,7 +31,7 @@ from ddgjax.reporting import write_json_atomic
 from ddgjax.sampling import Run, SamplingError, generate
 from ddgjax.workdir import ensure_writable_dir
 
-# Everything write_sample_dir may write; a directory holding other entries is not replaced.
+# Everything write_sample_dir (or write_completion_dir) may write; a directory holding other entries is not replaced.
 SAMPLE_ENTRIES = ("samples.json", "grid.png", "chain.png", "eval.json", "graphml")
 
 
@@ -133,3 +134,47 @@ def _write_outputs(run: Run, out_dir: str, graphs: list, info: dict, res: dict, 
         ev.update(info)
         write_json_atomic(os.path.join(out_dir, "eval.json"), ev)
     return ev
+
+
+def write_completion_dir(run: Run, out_dir: str, requests: list, *, num_samples: int, seed: int,
+                         batch_size: int, num_steps: int | None = None,
+                         sampler_options: dict | None = None, resample_jump: int = 0,
+                         resample_rounds: int = 0, record: dict | None = None,
+                         where=None, progress=None) -> dict:
+    """Complete every ``(adjacency, known)`` request ``num_samples`` times into ``out_dir``
+    (replaced whole, as ``write_sample_dir``): ``samples.json`` holds the completions, those of
+    input 0 first, with the settings and ``source_index`` (the input of each completion)
+    under ``generated_by``; ``grid.png`` shows inputs (known edges only) beside completions.
+    Returns ``{"info", "result"}``."""
+    from ddgjax.completion import complete
+
+    out_dir = os.path.abspath(out_dir)
+    check_output_dir(out_dir)
+    res = complete(run, requests, num_samples, seed=seed, batch_size=batch_size,
+                   num_steps=num_steps, resample_jump=resample_jump,
+                   resample_rounds=resample_rounds, where=where, progress=progress,
+                   **(sampler_options or {}))
+    graphs = [g for per_input in res["graphs"] for g in per_input]
+    info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
+            "task": "completion", "num_inputs": len(requests),
+            "samples_per_input": num_samples, "sampler": res["sampler"],
+            "seconds": res["seconds"],
+            "source_index": [g for g in range(len(requests)) for _ in range(num_samples)]}
+    final_dir = out_dir
+    out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",
+                               dir=os.path.dirname(final_dir))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(out_dir, 0o777 & ~umask)
+    try:
+        write_graph_list(os.path.join(out_dir, "samples.json"), graphs, name="completions",
+                         generated_by=info)
+        inputs = [nx.from_numpy_array(((np.asarray(a) != 0) & np.asarray(k, bool)).astype(np.uint8))
+                  for a, k in requests[:8]]
+        draw_graph_grid(os.path.join(out_dir, "grid.png"),
+                        [("known part", inputs),
+                         ("completed", [res["graphs"][g][0] for g in range(len(inputs))])])
+        replace_dir(out_dir, final_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return {"info": info, "result": res}

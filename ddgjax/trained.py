@@ -1,6 +1,7 @@
 """A trained model as a Python object: ``ddgjax.load(workdir)`` returns a
-:class:`TrainedModel`, whose methods use it (``sample`` now; graph completion and
-likelihoods belong here too, as further methods on the same object)."""
+:class:`TrainedModel`, whose methods use it: ``sample`` (new graphs), ``complete``
+(graph completion: the unknown pairs of a partly known graph) and ``nll`` / ``elbo``
+(likelihood bounds of given graphs)."""
 from __future__ import annotations
 
 import networkx as nx
@@ -57,6 +58,53 @@ class TrainedModel:
                        num_steps=num_steps or cfg.num_steps or None, node_counts=counts,
                        **sampler_options)
         return res["graphs"]
+
+    def complete(self, adjacency, known, num_samples: int = 16, seed: int = 0, *,
+                 num_steps: int | None = None, batch_size: int | None = None,
+                 resample_jump: int = 0, resample_rounds: int = 0,
+                 **sampler_options) -> list[nx.Graph]:
+        """``num_samples`` completions of one partly known graph (``networkx.Graph`` each).
+
+        ``adjacency`` is an ``[n, n]`` 0/1 array, ``known`` an ``[n, n]`` boolean mask,
+        symmetric (the diagonal is ignored). The unknown pairs are sampled from the model
+        while the known ones stay exactly as given (``ddgjax.processes.inpainting``).
+        ``resample_jump``/``resample_rounds`` turn on RePaint resampling (walk each block
+        of ``resample_jump`` levels ``resample_rounds + 1`` times). ``num_steps``,
+        ``batch_size`` and sampler options work as in :meth:`sample`. Completion ``i``
+        depends only on ``seed`` and ``i``. For the common masks see
+        ``ddgjax.completion.extend_graph`` and ``hide_pairs``; for many graphs at once,
+        ``ddgjax.completion.complete``.
+        """
+        from ddgjax.completion import complete
+
+        cfg = self.config.sample
+        res = complete(self.run, [(adjacency, known)], num_samples, seed=seed,
+                       batch_size=batch_size or cfg.batch_size,
+                       num_steps=num_steps or cfg.num_steps or None,
+                       resample_jump=resample_jump, resample_rounds=resample_rounds,
+                       where=lambda g: "", **sampler_options)
+        return res["graphs"][0]
+
+    def elbo(self, graphs, num_samples: int = 8, seed: int = 0, *, num_levels: int | None = None,
+             grid: str | None = None, algorithm: int = 1, batch_size: int = 64) -> dict:
+        """The negative ELBO of ``graphs`` with its details: bits per pair and per graph,
+        Monte-Carlo standard errors, per-level bits, the levels used
+        (``ddgjax.likelihood.nll``; ``num_samples`` is the number of draws per level)."""
+        from ddgjax.likelihood import nll
+
+        return nll(self.run, graphs, num_draws=num_samples, seed=seed, batch_size=batch_size,
+                   num_levels=num_levels, grid=grid, algorithm=algorithm)
+
+    def nll(self, graphs, num_samples: int = 8, seed: int = 0, **options) -> np.ndarray:
+        """Bits per pair of each graph (``float64[G]``): the negative ELBO, an upper bound on
+        ``-log2 p_theta(graph)``, divided by the graph's ``n (n - 1) / 2`` pairs.
+
+        ``graphs``: ``networkx.Graph`` objects or ``[n, n]`` 0/1 adjacencies. ``num_samples``
+        draws of ``A_t ~ q(A_t | A_0)`` per level; ``options`` (``num_levels``, ``grid``,
+        ``algorithm``, ``batch_size``) as for :meth:`elbo`, which also returns the standard
+        errors.
+        """
+        return self.elbo(graphs, num_samples, seed, **options)["bits_per_pair"]
 
 
 def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None) -> TrainedModel:

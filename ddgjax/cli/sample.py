@@ -8,6 +8,21 @@ per graph, with --chain_png the reverse chain of a few graphs, and, where the
 dataset has a test split, eval.json with the MMDs against it. An existing OUT is
 replaced only once the new one is complete, and only if it holds nothing but such
 files. Prints graphs/s.
+
+Graph completion (inpainting): the unknown pairs of given graphs are sampled, the known
+ones kept exactly (docs/method.md, "Graph completion")::
+
+    ddgjax-sample --workdir W --complete GRAPHS.json[:SPLIT] --known MASKS.json
+    ddgjax-sample --workdir W --complete planar_60:test --hide 0.3 [--hide_seed 0]
+    ddgjax-sample --workdir W --complete GRAPHS.json --add_nodes 10
+
+GRAPHS.json is a JSON graph list (or a bundled dataset name, with an optional split);
+exactly one of --known (MASKS.json: {"masks": [{"unknown": [[i, j], ...]} or
+{"known": [[i, j], ...]}, ...]}, one mask per graph), --hide FRACTION (that fraction of
+each graph's pairs unknown, at random) or --add_nodes K (K new nodes, every pair touching
+them unknown) says which pairs are unknown. --num_samples completions per graph (default
+16); --resample_jump J --resample_rounds R turn on RePaint resampling. OUT gets
+samples.json (all completions, those of graph 0 first) and grid.png.
 """
 from __future__ import annotations
 
@@ -48,6 +63,21 @@ def define_flags(fv) -> None:
     flags.DEFINE_integer("chain_png", 0, "Also draw the reverse chain of this many graphs "
                          "(chain.png: A_T ... A_0 at 8 levels).", lower_bound=0, flag_values=fv)
     flags.DEFINE_bool("quiet", False, "No progress output.", flag_values=fv)
+    flags.DEFINE_string("complete", None, "Complete these graphs (GRAPHS.json[:SPLIT]) "
+                        "instead of sampling new ones.", flag_values=fv)
+    flags.DEFINE_string("known", None, "With --complete: MASKS.json, the known pairs of each "
+                        "graph.", flag_values=fv)
+    flags.DEFINE_float("hide", None, "With --complete: hide this fraction of each graph's "
+                       "pairs (uniformly at random, --hide_seed).", flag_values=fv)
+    flags.DEFINE_integer("hide_seed", 0, "Seed of --hide (graph g uses hide_seed + g).",
+                         flag_values=fv)
+    flags.DEFINE_integer("add_nodes", None, "With --complete: add this many nodes to each "
+                         "graph; every pair touching them is unknown.", lower_bound=0,
+                         flag_values=fv)
+    flags.DEFINE_integer("resample_jump", 0, "With --complete: RePaint resampling, levels per "
+                         "block (0: off).", lower_bound=0, flag_values=fv)
+    flags.DEFINE_integer("resample_rounds", 0, "With --complete: extra walks of each block "
+                         "(0: off).", lower_bound=0, flag_values=fv)
     flags.mark_flags_as_required(["workdir"], flag_values=fv)
 
 
@@ -78,7 +108,7 @@ def main(argv: list | None = None) -> int:
     logging.set_verbosity(logging.WARNING)  # Orbax logs every file operation at INFO
     interrupts.sigterm_raises_interrupt()
     try:
-        run_sampling(fv)
+        run_completion(fv) if fv.complete else run_sampling(fv)
     except KeyboardInterrupt:
         print("interrupted; the output directory was left as it was", file=sys.stderr)
         return interrupts.EXIT_INTERRUPTED
@@ -124,6 +154,67 @@ def run_sampling(fv) -> None:
           f"wrote {out_dir}/samples.json and grid.png")
     if out["eval"] is not None:
         print(json.dumps({k: v for k, v in out["eval"].items() if isinstance(v, (int, float))}))
+
+
+def completion_requests(fv, max_nodes: int) -> tuple[list, callable]:
+    """``(requests, where)`` from --complete and one of --known / --hide / --add_nodes:
+    ``(adjacency, known)`` pairs, and ``where(g)`` naming graph ``g`` in errors."""
+    import networkx as nx
+    import numpy as np
+
+    from ddgjax.completion import extend_graph, hide_pairs, read_masks
+    from ddgjax.evaluate import load_graphs
+
+    modes = [name for name in ("known", "hide", "add_nodes") if getattr(fv, name) is not None]
+    if len(modes) != 1:
+        raise ValueError("--complete: give exactly one of --known MASKS.json, --hide FRACTION "
+                         f"or --add_nodes K (got {', '.join('--' + m for m in modes) or 'none'})")
+    graphs, _, _ = load_graphs(fv.complete, "--complete")
+    adjs = [nx.to_numpy_array(g, nodelist=range(g.number_of_nodes()), dtype=np.uint8)
+            for g in graphs]
+    if fv.known is not None:
+        masks = read_masks(fv.known, [len(a) for a in adjs])
+        requests = list(zip(adjs, masks))
+        where = lambda g: f"{fv.complete}: graph {g} (mask {g} of {fv.known}): "
+    elif fv.hide is not None:
+        if not 0.0 <= fv.hide <= 1.0:
+            raise ValueError(f"--hide: expected a fraction in [0, 1], got {fv.hide}")
+        requests = [hide_pairs(a, fv.hide, fv.hide_seed + g) for g, a in enumerate(adjs)]
+        where = lambda g: f"{fv.complete}: graph {g}: "
+    else:
+        requests = [extend_graph(a, fv.add_nodes) for a in adjs]
+        where = lambda g: f"{fv.complete}: graph {g} plus {fv.add_nodes} new nodes: "
+    return requests, where
+
+
+def run_completion(fv) -> None:
+    from ddgjax.sample_writer import check_output_dir, write_completion_dir
+    from ddgjax.sampling import load_run
+
+    workdir = fv.workdir
+    out_dir = fv.out or os.path.join(workdir, "samples")
+    options = sampler_options(fv)
+    if os.path.isdir(workdir):
+        check_output_dir(out_dir)
+    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema)
+    requests, where = completion_requests(fv, run.max_nodes)
+    cfg = run.config
+    num = fv.num_samples or 16
+    seed = cfg.sample.seed if fv.seed is None else fv.seed
+    if not fv.quiet:
+        print(f"completing {len(requests)} graphs x {num} samples (compiling first)...",
+              file=sys.stderr, flush=True)
+    out = write_completion_dir(
+        run, out_dir, requests, num_samples=num, seed=seed,
+        batch_size=fv.batch_size or cfg.sample.batch_size,
+        num_steps=fv.num_steps or cfg.sample.num_steps or None, sampler_options=options,
+        resample_jump=fv.resample_jump, resample_rounds=fv.resample_rounds,
+        record={"workdir": workdir, "checkpoint": fv.checkpoint, "inputs": fv.complete,
+                "known": fv.known, "hide": fv.hide, "hide_seed": fv.hide_seed,
+                "add_nodes": fv.add_nodes},
+        where=where)
+    print(f"completed {len(requests)} graphs x {num} samples in "
+          f"{out['result']['seconds']:.1f} s; wrote {out_dir}/samples.json and grid.png")
 
 
 def run() -> None:
