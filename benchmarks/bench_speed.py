@@ -276,6 +276,10 @@ def main(argv=None):
                     help="config override for an extra ddgjax variant (ddgjax_variant_* "
                          "columns); repeat the flag for several keys, e.g. "
                          "model.ppgn.remat=true")
+    ap.add_argument("--ddgjax_train_option", action="append", default=None, metavar="KEY=VALUE",
+                    help="overrides for the train row's ddgjax_variant instead of "
+                         "--ddgjax_option (e.g. model.ppgn.fused=true there and "
+                         "model.ppgn.pallas=true for sampling)")
     ap.add_argument("--quick", action="store_true",
                     help="tiny sizes (CPU smoke test): N=12, 16 graphs, batch 8, 4 blocks x 16, "
                          "T=4, 2 steps per call; also --tf32 on and --no_batched")
@@ -306,6 +310,7 @@ def main(argv=None):
                       "train_steps_per_call": args.steps},
             "repeats": {"sample": args.repeat_sample, "train": args.repeat_train},
             "quick": args.quick, "ddgjax_option": args.ddgjax_option,
+            "ddgjax_train_option": args.ddgjax_train_option,
             "tf32": args.tf32, "argv": sys.argv[1:]}
     device_name = str(jdev.device_kind)
     if use_torch:
@@ -375,9 +380,10 @@ def main(argv=None):
                         args, dtype, True, args.ddgjax_option)))
             else:
                 jobs.append(("ddgjax", lambda: jax_train(args, dtype)))
-                if args.ddgjax_option:
-                    jobs.append(("ddgjax_variant", lambda: jax_train(args, dtype,
-                                                                     args.ddgjax_option)))
+                train_option = (args.ddgjax_option if args.ddgjax_train_option is None
+                                else args.ddgjax_train_option)
+                if train_option:
+                    jobs.append(("ddgjax_variant", lambda: jax_train(args, dtype, train_option)))
             if dtype == "float32" and args.tf32 == "both":
                 jobs.append(("ddgjax_highest", lambda: (jax_sampling(args, dtype, True,
                                                                      precision="highest")

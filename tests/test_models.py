@@ -430,20 +430,29 @@ def test_pair_mlp_kernel_equals_its_reference_and_differentiates_through_it():
                            g, g_ref)
 
 
-def test_ppgn_with_the_pallas_pair_mlps_equals_the_reference():
-    """pallas=True: same parameters and outputs as the reference model (float32, with
-    padding); a shape the kernel can't tile falls back to the XLA path."""
-    plain = build_model("ppgn", T, hidden=16, num_blocks=2)
-    fast = build_model("ppgn", T, hidden=16, num_blocks=2, pallas=True)
-    params = random_params(plain)
-    adj, nm = random_batch(9, [N, N - 3, 4], N)  # B * N * N = 3 * 100 rows: not tileable
-    t, lv = noise_inputs(B, seed=5)
-    np.testing.assert_allclose(fast.apply(params, adj, nm, t, lv),
-                               plain.apply(params, adj, nm, t, lv), rtol=2e-5, atol=2e-5)
-    adj4, nm4 = random_batch(10, [8, 6, 3, 8], 8)  # 4 * 64 rows: the kernel runs
+def _relative_error(out, want):
+    out, want = np.asarray(out, np.float64), np.asarray(want, np.float64)
+    return np.linalg.norm(out - want) / np.linalg.norm(want)
+
+
+def test_ppgn_with_the_pallas_kernels_equals_the_xla_path():
+    """pallas=True in bfloat16: the kernels run (pallas_call in the program), with the
+    same parameters, and give the XLA fused path's outputs up to bfloat16 rounding (with
+    padding); a shape the kernels can't tile falls back to XLA; float32 stays on XLA."""
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
+    xla = build_model("ppgn", T, fused=True, **bf16)
+    fast = build_model("ppgn", T, pallas=True, **bf16)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
+    adj4, nm4 = random_batch(10, [8, 6, 3, 8], 8)  # 4 * 64 rows: the kernels run
     t4, lv4 = noise_inputs(4, seed=6)
-    np.testing.assert_allclose(fast.apply(params, adj4, nm4, t4, lv4),
-                               plain.apply(params, adj4, nm4, t4, lv4), rtol=2e-5, atol=2e-5)
+    assert "pallas_call" in str(jax.make_jaxpr(lambda p: fast.apply(p, adj4, nm4, t4, lv4))(params))
+    assert _relative_error(fast.apply(params, adj4, nm4, t4, lv4),
+                           xla.apply(params, adj4, nm4, t4, lv4)) < 2e-2
+    adj, nm = random_batch(9, [7, 4, 3], 7)  # 3 * 49 rows: no tile of 16 or more divides it
+    t, lv = noise_inputs(3, seed=5)
+    assert "pallas_call" not in str(jax.make_jaxpr(lambda p: fast.apply(p, adj, nm, t, lv))(params))
+    f32 = build_model("ppgn", T, hidden=16, num_blocks=2, pallas=True)
+    assert "pallas_call" not in str(jax.make_jaxpr(lambda p: f32.apply(p, adj4, nm4, t4, lv4))(params))
 
 
 def test_pair_mlp_kernel_under_vmap_merges_the_examples():
@@ -499,17 +508,17 @@ def test_mix_norm_kernel_equals_its_reference_also_under_vmap(nodes):
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-4)
 
 
-def test_ppgn_pallas_model_under_vmap_equals_the_reference():
-    """The per-graph (vmapped) call of the pallas model, as the sampler makes it, gives
-    the reference logits, with padding."""
-    plain = build_model("ppgn", T, hidden=16, num_blocks=2)
-    fast = build_model("ppgn", T, hidden=16, num_blocks=2, pallas=True)
-    params = random_params(plain)
+def test_ppgn_pallas_model_under_vmap_equals_the_batched_call():
+    """The per-graph (vmapped) call of the bfloat16 pallas model, as the kernels' own
+    vmap rules see it, matches the batched call and the XLA path, with padding."""
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
+    fast = build_model("ppgn", T, pallas=True, **bf16)
+    xla = build_model("ppgn", T, fused=True, **bf16)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
     adj, nm = random_batch(11, [8, 6, 5, 8], 8)
     t, lv = noise_inputs(4, seed=7)
     per_graph = lambda m: jax.vmap(lambda a, k, ti, l: m.apply(params, a[None], k[None],
                                                                ti[None], l[None])[0])
-    np.testing.assert_allclose(per_graph(fast)(adj, nm, t, lv), per_graph(plain)(adj, nm, t, lv),
-                               rtol=3e-5, atol=3e-5)
-    np.testing.assert_allclose(fast.apply(params, adj, nm, t, lv), plain.apply(params, adj, nm, t, lv),
-                               rtol=3e-5, atol=3e-5)
+    batched = fast.apply(params, adj, nm, t, lv)
+    assert _relative_error(per_graph(fast)(adj, nm, t, lv), batched) < 1e-2
+    assert _relative_error(per_graph(xla)(adj, nm, t, lv), batched) < 2e-2

@@ -159,3 +159,4 @@ def test_process_from_config():
     cfg.diffusion.kind = "bernoulli"
     with pytest.raises(ValueError, match="config.diffusion.kind"):
         process_from_config(cfg)
+

@@ -27,7 +27,7 @@ from ddgjax.graphs import pair_mask
 from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
                                    broadcast_per_graph, pair_mean_loss, per_graph_keys,
                                    per_graph_noise, per_graph_time_and_noise_keys,
-                                   sampling_levels, uniform_timestep, vmap_per_graph)
+                                   sampling_levels, uniform_timestep)
 from ddgjax.processes.flip_schedules import SCHEDULES, NoiseSchedule, make_schedule
 
 LOSSES = ("simple", "vb")
@@ -392,7 +392,11 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
                   alg1_below: float = 0.0, alg2_below: float = 0.0, renoise_mix: float = 0.0,
                   logit_scale: float = 1.0):
-    """Run the reverse chain with ``jax.lax.scan`` for one batch sharing ``key``.
+    """Run the reverse chain with ``jax.lax.scan`` for one batch.
+
+    ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph: then graph
+    ``b``'s draws use only ``keys[b]`` (the same draws as running it alone), while the
+    denoiser is still called once per step on the whole batch.
 
     Args:
       denoise_fn: see ``DenoiseFn``.
@@ -422,11 +426,32 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     n_scan = K - 1 if argmax_last else K
     xs = (jnp.arange(K, dtype=jnp.int32), jnp.asarray(t_lv[:-1], jnp.int32),
           jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
-    adj_T = sample_prior(jax.random.fold_in(key, 10_000_019), node_mask, rho)
+    per_graph = key.ndim == 1  # keys [B]: graph b draws only from keys[b]
+
+    def draw(k, fn, *arrays):
+        """``fn(key_k, *arrays)``; with per-graph keys one call per graph ``[1, ...]``."""
+        if not per_graph:
+            return fn(jax.random.fold_in(key, k), *arrays)
+        one = lambda kb, *a: fn(jax.random.fold_in(kb, k), *(x[None] for x in a))[0]
+        return jax.vmap(one)(key, *arrays)
+
+    adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
     algs = step_algorithms(bb[:-1], algorithm, alg1_below, alg2_below)
-    step = lambda k, adj, t, b_now, b_prev, alg, argmax=False: reverse_step(
-        denoise_fn, jax.random.fold_in(key, k), adj, node_mask, t, b_now, b_prev, alg,
-        argmax=argmax, rho=rho, renoise_mix=renoise_mix, logit_scale=logit_scale)
+
+    def step(k, adj, t, b_now, b_prev, alg, argmax=False):
+        run = lambda fn, kk, a, m: reverse_step(
+            fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho,
+            renoise_mix=renoise_mix, logit_scale=logit_scale)
+        if not per_graph:
+            return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask)
+        logits = batched_logits(adj, t, b_now)
+        return draw(k, lambda kk, a, m, lg: run(lambda *_: lg, kk, a, m), adj, node_mask, logits)
+
+    def batched_logits(adj, t, level):
+        """One denoiser call on the whole batch; each graph's draw then reads its row."""
+        b = adj.shape[0]
+        return denoise_fn(adj, node_mask, jnp.full((b,), t, jnp.int32),
+                          jnp.full((b,), level, jnp.float32))
 
     def body_for(alg):
         def body(adj, x):
@@ -449,7 +474,13 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
         adj0 = step(i, adj0, t, b_now, b_prev, algs[K - 1], argmax=True)
         steps.append(adj0[None])
     if final_pass:
-        adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask, argmax_last)
+        if per_graph:
+            logits = batched_logits(adj0, 0, 0.0)
+            adj0 = draw(K, lambda kk, a, m, lg: denoised_draw(lambda *_: lg, kk, a, m, argmax_last),
+                        adj0, node_mask, logits)
+        else:
+            adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask,
+                                 argmax_last)
     if return_chain:
         chain = jnp.concatenate([adj_T[None]] + steps, axis=0)
         return adj0, chain.at[-1].set(adj0)
@@ -460,7 +491,8 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
                           schedule: NoiseSchedule, algorithm: int = 2,
                           num_steps: int | None = None, return_chain: bool = False,
                           **grid_options):
-    """Per-graph sampler under ``jax.vmap``: graph ``b`` uses only ``keys[b]``.
+    """Per-graph sampler: graph ``b`` uses only ``keys[b]`` (``sample_graphs`` with per-graph
+    keys; the denoiser runs once per step on the whole batch).
 
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
@@ -472,10 +504,11 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     Returns: ``[B, N, N]`` (and ``[B, K+1, N, N]`` chains with ``return_chain``).
     """
 
-    return vmap_per_graph(
-        lambda key, mask: sample_graphs(denoise_fn, key, mask, schedule, algorithm, num_steps,
-                                        return_chain, **grid_options),
-        keys, node_mask, return_chain)
+    out = sample_graphs(denoise_fn, keys, node_mask, schedule, algorithm, num_steps,
+                        return_chain, **grid_options)
+    if return_chain:
+        return out[0], jnp.swapaxes(out[1], 0, 1)
+    return out
 
 
 # ----------------------------------------------------------------------------
