@@ -41,10 +41,14 @@ def main() -> None:
     ap.add_argument("--option", action="append", default=[], help="sampler option NAME=VALUE")
     ap.add_argument("--name", default="")
     ap.add_argument("--no_graphs", action="store_true", help="write only the metrics")
+    ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"],
+                    help="sample in this precision (default: as trained)")
+    ap.add_argument("--pallas", action="store_true", help="PPGN's Pallas kernels (bfloat16)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    run = load_run(args.workdir, args.checkpoint, use_ema=args.ema)
+    run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
+                   compute_dtype=args.compute_dtype, pallas=args.pallas or None)
     cfg = run.config
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))

@@ -50,11 +50,33 @@ class Run(NamedTuple):
     meta: dict
 
 
-def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None) -> Run:
+def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None = None,
+                    pallas: bool | None = None) -> ml_collections.ConfigDict:
+    """``config`` with the model's arithmetic changed for sampling (the parameters stay
+    as trained): ``compute_dtype`` "float32"/"bfloat16" and, for PPGN, ``pallas`` (its
+    Pallas kernels, used in bfloat16). None keeps the run's setting."""
+    if compute_dtype is None and pallas is None:
+        return config
+    config = ml_collections.ConfigDict(config.to_dict())
+    if compute_dtype is not None:
+        config.model.compute_dtype = compute_dtype
+    if pallas is not None:
+        if config.model.name != "ppgn":
+            raise SamplingError(f"pallas kernels exist for the PPGN only; this run's model is "
+                                f"{config.model.name!r}")
+        config.model.ppgn.pallas = bool(pallas)
+    return config
+
+
+def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None,
+             compute_dtype: str | None = None, pallas: bool | None = None) -> Run:
     """Load config, dataset record and the parameters of the ``best`` (or ``latest``)
-    checkpoint of a run. ``use_ema=None`` follows ``config.sample.use_ema``."""
+    checkpoint of a run. ``use_ema=None`` follows ``config.sample.use_ema``;
+    ``compute_dtype`` and ``pallas`` change how the model computes (``sampling_config``),
+    e.g. ``compute_dtype="bfloat16", pallas=True`` for the fastest sampler."""
     try:
         config, ds_info = read_run_record(workdir)
+        config = sampling_config(config, compute_dtype, pallas)
         model = model_from_config(config)
         process = process_from_config(config)
         params, ema_params, meta = checkpoints.restore_params(
@@ -63,7 +85,7 @@ def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None
         raise SamplingError(f"{e}; checkpoints in {workdir}: "
                             f"{checkpoints.describe_available(workdir)} (pick one with "
                             "--checkpoint)") from e
-    except (WorkdirError, checkpoints.CheckpointError) as e:
+    except (WorkdirError, checkpoints.CheckpointError, ValueError) as e:
         raise SamplingError(str(e)) from e
     if use_ema is None:
         use_ema = bool(config.sample.get("use_ema", False))

@@ -107,11 +107,16 @@ class TrainedModel:
         return self.elbo(graphs, num_samples, seed, **options)["bits_per_pair"]
 
 
-def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None) -> TrainedModel:
+def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
+         compute_dtype: str | None = None, pallas: bool | None = None) -> TrainedModel:
     """Load the ``best`` (lowest training loss) or ``latest`` checkpoint of a run.
 
-    ``use_ema=None`` follows ``config.sample.use_ema``. Raises
+    ``use_ema=None`` follows ``config.sample.use_ema``. ``compute_dtype="bfloat16",
+    pallas=True`` samples with the fast path (bfloat16 and, for PPGN, its Pallas
+    kernels; docs/benchmarks.md), None keeps the run's own setting. Raises
     ``ddgjax.sampling.SamplingError`` (one line naming the workdir or checkpoint,
     and which checkpoints exist) when it cannot.
     """
-    return TrainedModel(load_run(workdir, checkpoint, use_ema=use_ema), workdir, checkpoint)
+    return TrainedModel(load_run(workdir, checkpoint, use_ema=use_ema,
+                                 compute_dtype=compute_dtype, pallas=pallas),
+                        workdir, checkpoint)

@@ -120,3 +120,22 @@ def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
     assert got == [{"n": g["n"], "edges": sorted(g["edges"])} for g in expected]
     with pytest.raises(sampling.SamplingError, match="no 'latest' checkpoint"):
         sampling.load_run(str(wd), "latest")
+
+
+def test_fast_sampling_path_keeps_the_parameters_and_nearly_all_pairs(workdir):
+    """load_run(compute_dtype="bfloat16", pallas=True): the same parameters, the Pallas
+    kernels in the program, and samples that differ from the float32 ones only where
+    bfloat16 rounding moves a draw (a small fraction of pairs); pallas on a non-PPGN
+    model or a bad dtype is a SamplingError."""
+    plain = sampling.load_run(str(workdir))
+    if plain.config.model.name != "ppgn" or plain.config.diffusion.kind != "discrete":
+        pytest.skip("the fast path is the bit-flip PPGN's")
+    fast = sampling.load_run(str(workdir), compute_dtype="bfloat16", pallas=True)
+    chex.assert_trees_all_equal(plain.params, fast.params)
+    assert fast.config.model.ppgn.pallas and fast.config.model.compute_dtype == "bfloat16"
+    assert not plain.config.model.ppgn.get("pallas", False)
+    a = sampling.generate(plain, 16, seed=5, batch_size=16)["adj"]
+    b = sampling.generate(fast, 16, seed=5, batch_size=16)["adj"]
+    assert np.mean(a != b) < 0.1
+    with pytest.raises(sampling.SamplingError, match="compute_dtype"):
+        sampling.load_run(str(workdir), compute_dtype="float16")

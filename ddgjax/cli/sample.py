@@ -56,6 +56,11 @@ def define_flags(fv) -> None:
         "argmax_last, final_pass; Gaussian: eta, clip_x0).", flag_values=fv)
     flags.DEFINE_bool("ema", None, "Use EMA parameters (default: config.sample.use_ema).",
                       flag_values=fv)
+    flags.DEFINE_enum("compute_dtype", None, ["float32", "bfloat16"],
+                      "The model's arithmetic for sampling (default: as trained).",
+                      flag_values=fv)
+    flags.DEFINE_bool("pallas", None, "PPGN: run its Pallas kernels (bfloat16 only; the "
+                      "fastest sampler with --compute_dtype bfloat16).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
     flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "none"],
@@ -126,7 +131,8 @@ def run_sampling(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):  # else load_run says the workdir is missing
         check_output_dir(out_dir)  # before the model loads
-    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema)
+    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
+                   pallas=fv.pallas)
     cfg = run.config
     num = fv.num_samples or cfg.sample.num_samples
     seed = cfg.sample.seed if fv.seed is None else fv.seed
@@ -196,7 +202,8 @@ def run_completion(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):
         check_output_dir(out_dir)
-    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema)
+    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
+                   pallas=fv.pallas)
     requests, where = completion_requests(fv, run.max_nodes)
     cfg = run.config
     num = fv.num_samples or 16
