@@ -45,6 +45,7 @@ def _map_source_configs() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["ddgjax.configs"] = module
     spec.loader.exec_module(module)
+    globals()["configs"] = module  # what ``import ddgjax.configs`` binds on the package
 
 
 _map_source_configs()

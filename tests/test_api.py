@@ -54,3 +54,20 @@ def test_train_with_seeds_trains_them_in_one_program(tmp_path, monkeypatch):
     (config, workdir, seeds), kwargs = calls[0]
     assert workdir == str(tmp_path) and seeds == [0, 1] and config.train.num_epochs == 4
     assert kwargs == {"restart": False, "verbose": False, "stop_after_epochs": None}
+
+
+def test_a_source_checkout_maps_configs_as_an_attribute_too(monkeypatch):
+    """Uninstalled checkout (as on the accelerator machine): configs/ is registered as
+    ``ddgjax.configs`` and bound on the package, so ``ddgjax.configs.__file__`` works
+    (the bundled-config lookup reads it)."""
+    import importlib.util
+    import sys
+
+    import ddgjax
+
+    monkeypatch.delitem(sys.modules, "ddgjax.configs", raising=False)
+    monkeypatch.delattr(ddgjax, "configs", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    ddgjax._map_source_configs()
+    assert ddgjax.configs.__file__.endswith("configs/__init__.py")
+    assert sys.modules["ddgjax.configs"] is ddgjax.configs
