@@ -32,10 +32,14 @@ def main():
     ap.add_argument("configs", nargs="+")
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--out", default="")
+    ap.add_argument("--option", action="append", default=[],
+                    help="config override KEY=VALUE (e.g. model.ppgn.fused=true), repeatable")
     args = ap.parse_args()
+    from bench_core import apply_options
     rows = []
     for path in args.configs:
         cfg = load(path)
+        apply_options(cfg, args.option)
         cfg.train.num_epochs = args.epochs
         cfg.train.checkpoint_every_epochs = args.epochs // 2
         wd = tempfile.mkdtemp()
@@ -43,7 +47,9 @@ def main():
         s = training.train(cfg, wd, verbose=False)
         # the first chunk includes compilation; the second is steady state
         steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs // 2)
-        rows.append({"config": path, "epochs": args.epochs, "total_s": time.time() - t0,
+        import jax
+        rows.append({"config": path, "options": args.option, "devices": len(jax.devices()),
+                     "device_kind": jax.devices()[0].device_kind, "epochs": args.epochs, "total_s": time.time() - t0,
                      "first_call_s": s["first_call_seconds"], "s_per_epoch": steady,
                      "steps_per_epoch": s["steps_per_epoch"],
                      "ms_per_step": 1e3 * steady / s["steps_per_epoch"]})
