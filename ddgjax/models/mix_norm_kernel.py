@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from ddgjax.models import pallas_launch
+
 TILE_ROWS = (128, 64, 32, 16)
 
 
@@ -61,7 +63,8 @@ def tile_rows(m: int, nodes_sq: int) -> int | None:
 
 def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
     pow2 = lambda v: v >= 16 and (v & (v - 1)) == 0
-    return m % nodes_sq == 0 and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h)
+    return (pallas_launch.available() and m % nodes_sq == 0
+            and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h))
 
 
 def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq):
@@ -83,13 +86,6 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
     hidden = wx.shape[-1]
     tm = tile_rows(m_rows, nodes_sq)
     tiles = m_rows // tm
-    interpret = jax.default_backend() == "cpu"
-    params = {}
-    if not interpret and jax.default_backend() == "gpu":
-        from jax.experimental.pallas import triton as pl_triton
-        params["compiler_params"] = pl_triton.CompilerParams(
-            num_warps=int(os.environ.get("DDGJAX_MIX_WARPS", 4)),
-            num_stages=int(os.environ.get("DDGJAX_MIX_STAGES", 3)))
     y, partial = pl.pallas_call(
         lambda *refs: _kernel(*refs, tm=tm, nodes_sq=nodes_sq),
         grid=(tiles,),
@@ -103,7 +99,7 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
                    pl.BlockSpec((None, 4, hidden), lambda i: (i, 0, 0))],
         out_shape=[jax.ShapeDtypeStruct((m_rows, hidden), x.dtype),
                    jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
-        interpret=interpret, **params,
+        **pallas_launch.call_options("DDGJAX_MIX"),
     )(x, prod, wx, wp, b, row_mask)
     graphs = m_rows // nodes_sq
     first_graph = (jnp.arange(tiles) * tm) // nodes_sq                       # [T]

@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from ddgjax.models import pallas_launch
+
 NEGATIVE_SLOPE = 0.01
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -57,7 +59,7 @@ def tile_rows(m: int) -> int | None:
 def supported(m: int, c: int, h: int) -> bool:
     """Shapes the kernel takes: rows tile evenly, channel widths powers of two >= 16."""
     pow2 = lambda v: v >= 16 and (v & (v - 1)) == 0
-    return tile_rows(m) is not None and pow2(c) and pow2(h)
+    return pallas_launch.available() and tile_rows(m) is not None and pow2(c) and pow2(h)
 
 
 def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref):
@@ -75,13 +77,6 @@ def _pallas_forward(x, w0, b0, w1, b1, scale):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     tm = tile_rows(m_rows)
-    interpret = jax.default_backend() == "cpu"
-    params = {}
-    if not interpret and jax.default_backend() == "gpu":
-        from jax.experimental.pallas import triton as pl_triton
-        params["compiler_params"] = pl_triton.CompilerParams(
-            num_warps=int(os.environ.get("DDGJAX_PAIR_MLP_WARPS", 4)),
-            num_stages=int(os.environ.get("DDGJAX_PAIR_MLP_STAGES", 3)))
     # Two outputs, not one [2, H, M]: XLA copies a slice of a custom call's output.
     m0, m1 = pl.pallas_call(
         _kernel,
@@ -94,7 +89,7 @@ def _pallas_forward(x, w0, b0, w1, b1, scale):
                   pl.BlockSpec((tm,), lambda i: (i,))],
         out_specs=[pl.BlockSpec((hidden, tm), lambda i: (0, i))] * 2,
         out_shape=[jax.ShapeDtypeStruct((hidden, m_rows), x.dtype)] * 2,
-        interpret=interpret, **params,
+        **pallas_launch.call_options("DDGJAX_PAIR_MLP"),
     )(x, w0, b0, w1, b1, scale)
     return m0, m1
 
