@@ -16,6 +16,20 @@ docs/RESULTS.md, "Planar", rounds 8-10 (5 sampling seeds x 1024 or x 40 graphs):
 * ``spectre_planar_64``: Algorithm 2, 64 steps on the ``power:3`` grid: V.U.N. 97.0 %;
   Algorithm 1 with ``renoise_mix=0.5``: 92.0 % at 6x the MMD floor.
 
+SPECTRE SBM and Community-20 (issue 13; no results yet: these recipes have not been
+trained to the end): the Planar-64 recipe (8 x 128, Algorithm 2 with 64 steps on the
+``power:3`` grid) with
+
+* ``spectre_sbm`` (44-187 nodes, mean 106): size buckets ``64,96,128,187``
+  (``config.data.buckets``, docs/method.md "Size buckets": each graph padded to its
+  bucket, batch about ``32 * (187 / N_b)^2`` capped by the bucket), the fused PPGN
+  block, model selection by SBM validity. Rematerialisation stays off: a bfloat16
+  step at N = 187, batch 32, fits one H100 without it (the largest N that trained
+  there: 187 without, 384 with remat); float32 at 187 needs
+  ``--config.model.ppgn.remat=True``.
+* ``spectre_comm20`` (12-20 nodes): no buckets (nothing to gain at N <= 20); model
+  selection by the average MMD (there is no validity rule for it).
+
 Sample with ``--checkpoint latest`` (the numbers are for the last checkpoint; ``best``
 is the lowest training loss, ``best_val`` the best samples on held-out graphs). Data:
 the bundled copies, or ``$DDGJAX_DATA`` as in ``configs/paper.py``.
@@ -26,10 +40,15 @@ RECIPES = {
     # dataset: (file, sampler algorithm, sampling steps, grid)
     "planar_60": ("planar_60.json", 2, 32, "power:4"),
     "spectre_planar_64": ("spectre_planar_64.json", 2, 64, "power:3"),
+    "spectre_sbm": ("spectre_sbm.json", 2, 64, "power:3"),
+    "spectre_comm20": ("spectre_comm20.json", 2, 64, "power:3"),
 }
 
 
-NUM_BLOCKS = {"planar_60": 10, "spectre_planar_64": 8}
+NUM_BLOCKS = {"planar_60": 10, "spectre_planar_64": 8, "spectre_sbm": 8, "spectre_comm20": 8}
+# dataset -> (config.data.buckets, fused block, validity rule for model selection)
+LARGE = {"spectre_sbm": ("64,96,128,187", True, "sbm"),
+         "spectre_comm20": ("", False, "")}
 
 
 def get_config(dataset=None):
@@ -61,4 +80,10 @@ def get_config(dataset=None):
     config.validation.num_samples = 128
     config.validation.validity = "planar"
     config.validation.metric = "valid"
+    if dataset in LARGE:
+        buckets, fused, validity = LARGE[dataset]
+        config.data.buckets = buckets
+        config.model.ppgn.fused = fused
+        config.validation.validity = validity
+        config.validation.metric = "valid" if validity else "mmd"
     return config

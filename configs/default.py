@@ -17,6 +17,12 @@ def get_config():
     config.data.seed = 0            # seed of built-in generators
     config.data.max_nodes = 0       # 0: the largest graph of the dataset
     config.data.allow_pickle = False
+    # Size buckets for training (docs/method.md, "Size buckets"): "" (off: every graph padded
+    # to max_nodes), "K" (K buckets at quantiles of the training node counts) or sizes
+    # "64,96,128,187" (max_nodes is always added as the last one). Each graph trains in the
+    # smallest bucket that holds it, padded to that size, batch about B * (max_nodes/N_b)^2;
+    # sampling groups graphs by the same buckets.
+    config.data.buckets = ""
 
     config.model = ml_collections.ConfigDict()
     config.model.name = "ppgn"      # "ppgn" or "edp"

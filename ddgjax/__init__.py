@@ -34,10 +34,19 @@ def _map_source_configs() -> None:
     import os
     import sys
 
-    if "ddgjax.configs" in sys.modules or importlib.util.find_spec("ddgjax.configs"):
+    if "ddgjax.configs" in sys.modules:
         return
-    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    folder = os.path.join(root, "configs")
     init = os.path.join(folder, "__init__.py")
+    found = importlib.util.find_spec("ddgjax.configs")
+    # A source checkout (configs/ and pyproject.toml beside the package) uses its own
+    # configs even where an editable install of another checkout maps ddgjax.configs
+    # elsewhere (e.g. a git worktree on PYTHONPATH).
+    own = os.path.exists(init) and os.path.exists(os.path.join(root, "pyproject.toml"))
+    if found is not None and not (own and found.origin and os.path.dirname(
+            os.path.abspath(found.origin)) != folder):
+        return
     if not os.path.exists(init):
         return
     spec = importlib.util.spec_from_file_location("ddgjax.configs", init,

@@ -106,9 +106,54 @@ def validate_config(config) -> None:
         (config.diffusion.num_timesteps >= 1, "diffusion.num_timesteps", "a positive integer"),
         (config.data.max_nodes >= 0, "data.max_nodes", ">= 0 (0: automatic)"),
     ]
+    parse_buckets(config.data.get("buckets", ""))
     for ok, field, expected in checks:
         if not ok:
             raise ConfigError(f"config.{field}: expected {expected}")
     if config.diffusion.get("continuous_time", False) and config.model.name != "ppgn":
         # EDP-GNN conditions on the level index, which continuous time does not have.
         raise ConfigError("config.diffusion.continuous_time: only for PPGN with the 'simple' loss")
+
+
+def parse_buckets(value) -> int | tuple[int, ...]:
+    """``config.data.buckets`` -> 0 (off), ``K`` (that many quantile buckets of the
+    training node counts) or an ascending tuple of bucket sizes (largest node count each
+    bucket holds).
+
+    The config field is a string, so that it survives the command line and
+    ``config.json`` alike: ``""`` or ``"0"`` (off), ``"4"`` (K = 4), ``"64,96,128,187"``
+    (explicit sizes; a single size needs a trailing comma, ``"128,"``). An int, list or
+    tuple is read the same way. Raises ConfigError naming the field for anything else.
+    """
+    bad = ConfigError(f"config.data.buckets: expected '' (off), a number of quantile buckets "
+                      f"('4') or comma-separated bucket sizes ('64,96,128,187'), got {value!r}")
+    if value is None or isinstance(value, bool):
+        if value:
+            raise bad
+        return 0
+    if isinstance(value, str):
+        text = value.strip().strip("()[]").strip()
+        if not text:
+            return 0
+        if "," not in text:
+            value = text
+        else:
+            value = [v for v in (p.strip() for p in text.split(",")) if v]
+            if not value:
+                raise bad
+    try:
+        if isinstance(value, (list, tuple)):
+            sizes = [int(v) for v in value]
+            if any(str(v).strip() != str(int(v)) for v in value if isinstance(v, str)):
+                raise ValueError
+            if any(n < 1 for n in sizes) or not sizes:
+                raise bad
+            return tuple(sorted(set(sizes)))
+        k = int(value)
+        if isinstance(value, float) and k != value:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise bad from None
+    if k < 0:
+        raise bad
+    return k

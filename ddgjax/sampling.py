@@ -6,6 +6,14 @@ Graph ``i`` of a request uses the key ``fold_in(key(seed), i)`` and a per-graph
 number of devices: ``batch_size=64`` and ``batch_size=1024`` give the same
 samples. The sampler comes from the run's noise process
 (``ddgjax.processes``); this module never names one.
+
+A run trained with size buckets (``config.data.buckets``) samples in the same
+buckets: the requested graphs are grouped by the smallest bucket that holds their
+node count, each group is sampled in fixed-shape batches padded to its bucket's
+size (one compile per bucket shape), and the graphs come back in request order,
+padded to ``max_nodes``. Graph ``i`` still uses the key of request index ``i``, so
+the graphs do not depend on the batch size; they do depend on the bucket sizes
+(a graph padded to another size draws other noise).
 """
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from ddgjax import checkpoints
+from ddgjax import checkpoints, input_pipeline
 from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
 from ddgjax.models import abstract_params, model_from_config
@@ -116,15 +124,47 @@ def compiled_sampler(model, sampler: Sampler):
 
 def graph_keys(seed: int, first: int, count: int) -> jax.Array:
     """``[count]`` keys ``fold_in(key(seed), i)`` for request indices ``first .. first+count-1``."""
+    return graph_keys_at(seed, np.arange(first, first + count))
+
+
+def graph_keys_at(seed: int, indices) -> jax.Array:
+    """``[len(indices)]`` keys ``fold_in(key(seed), i)`` for the request indices ``indices``."""
     root = jax.random.key(seed)
-    idx = jnp.arange(first, first + count, dtype=jnp.int32)
+    idx = jnp.asarray(np.asarray(indices, dtype=np.int32))
     return jax.vmap(lambda i: jax.random.fold_in(root, i))(idx)
+
+
+def sampling_buckets(run: Run) -> tuple[int, ...]:
+    """The bucket sizes a run samples with: those it trained with
+    (``config.data.buckets``, found again from its recorded node-count distribution by
+    ``input_pipeline.bucket_bounds``), or ``()`` for a run without buckets."""
+    data = run.config.get("data") or {}
+    return input_pipeline.bucket_bounds(data.get("buckets", ""), run.node_counts,
+                                        run.max_nodes)
+
+
+def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_dev: int):
+    """``[(N, request indices, batch size)]``: one group at ``max_nodes`` without buckets,
+    else one per bucket holding requested graphs, each with batch
+    ``input_pipeline.bucket_batch_cap(batch_size, max_nodes, N)`` (as many padded pairs
+    as ``batch_size`` graphs at ``max_nodes``), at most the group (rounded to devices)."""
+    fit = lambda b, m: max(n_dev, int(math.ceil(min(b, m) / n_dev) * n_dev))
+    if not bounds:
+        return [(max_nodes, np.arange(len(node_counts)), fit(batch_size, len(node_counts)))]
+    which = input_pipeline.assign_buckets(node_counts, bounds)
+    out = []
+    for b, size in enumerate(bounds):
+        idx = np.flatnonzero(which == b)
+        if idx.size:
+            cap = input_pipeline.bucket_batch_cap(batch_size, max_nodes, size)
+            out.append((int(size), idx, fit(cap, idx.size)))
+    return out
 
 
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
              num_steps: int | None = None, node_counts: np.ndarray | None = None,
              return_chain: bool = False, progress=None, timing: bool = True,
-             devices=None, **sampler_options) -> dict:
+             devices=None, buckets: bool | None = None, **sampler_options) -> dict:
     """Sample ``num_samples`` graphs.
 
     Node counts come from the training split's distribution (seeded by
@@ -133,7 +173,10 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     go to the process's sampler (bit flips: ``algorithm=1|2``; Gaussian:
     ``eta``, ``clip_x0``); ``None`` values mean the run's default. With ``timing`` a
     request that fits one batch is sampled a second time, compiled, to time it.
-    ``devices`` (default: all) are the devices the batch is split over.
+    ``devices`` (default: all) are the devices the batch is split over. ``buckets``
+    (None: the run's ``config.data.buckets``; False: none) groups the graphs by size
+    bucket (module docstring); ``batch_size`` is then the batch at ``max_nodes`` and
+    smaller buckets take more graphs per batch.
 
     Returns a dict with ``adj`` (``uint8[M, N, N]``), ``num_nodes`` (``[M]``),
     ``graphs`` (networkx), ``seconds`` (sampling time without the first
@@ -162,46 +205,64 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
                             f"max_nodes={run.max_nodes}")
     mesh = make_mesh(devices)
     n_dev = mesh.devices.size
-    batch_size = max(n_dev, int(math.ceil(min(batch_size, num_samples) / n_dev) * n_dev))
+    bounds = sampling_buckets(run) if buckets in (None, True) else ()
+    if buckets and not bounds:
+        raise SamplingError("buckets=True: this run was trained without size buckets "
+                            "(config.data.buckets)")
+    groups = _groups(node_counts, run.max_nodes, bounds, batch_size, n_dev)
     sharding = batch_sharded(mesh)
     fn = compiled_sampler(run.model, sampler)
     params = replicate(run.params, mesh)
-    out_adj, out_chain = [], []
-    t_compile, t_run = 0.0, 0.0
-    num_batches = math.ceil(num_samples / batch_size)
+    n_max = run.max_nodes
+    out_adj = np.zeros((num_samples, n_max, n_max), np.uint8)
+    out_chain = None
+    t_compile, t_run, timed, done = 0.0, 0.0, 0, 0
     if progress is not None:
         progress(0, num_samples)
-    for b in range(num_batches):
-        lo = b * batch_size
-        counts = np.zeros(batch_size, np.int32)
-        real = node_counts[lo:lo + batch_size]
-        counts[:len(real)] = real
-        keys = jax.device_put(graph_keys(seed, lo, batch_size), sharding)
-        mask = put_global(node_mask_from_counts(counts, run.max_nodes), sharding)
-        t0 = time.time()
-        res = jax.block_until_ready(fn(params, keys, mask))
-        dt = time.time() - t0
-        if b == 0:
-            t_compile = dt
-            if num_batches == 1 and timing:  # time a second, compiled call for graphs/s
-                t0 = time.time()
-                jax.block_until_ready(fn(params, keys, mask))
-                t_run += time.time() - t0
-        else:
-            t_run += dt
-        adj = res[0] if return_chain else res
-        out_adj.append(np.asarray(adj, dtype=np.uint8)[:len(real)])
-        if return_chain:
-            out_chain.append(np.asarray(res[1], dtype=np.uint8)[:len(real)])
-        if progress is not None:
-            progress(min(lo + batch_size, num_samples), num_samples)
-    timed = num_samples if num_batches == 1 else num_samples - min(batch_size, num_samples)
-    adj = np.concatenate(out_adj)
+    for size, members, bsz in groups:
+        num_batches = math.ceil(members.size / bsz)
+        for b in range(num_batches):
+            lo = b * bsz
+            real = members[lo:lo + bsz]
+            counts = np.zeros(bsz, np.int32)
+            counts[:len(real)] = node_counts[real]
+            # padding slots: the next indices (no buckets, as before), else indices past
+            # the request (never a real graph's); their graphs are dropped
+            pad = lo + np.arange(len(real), bsz) + (num_samples if bounds else 0)
+            slots = np.concatenate([real, pad])
+            keys = jax.device_put(graph_keys_at(seed, slots), sharding)
+            mask = put_global(node_mask_from_counts(counts, size), sharding)
+            t0 = time.time()
+            res = jax.block_until_ready(fn(params, keys, mask))
+            dt = time.time() - t0
+            if b == 0:  # the first batch of a shape compiles
+                t_compile += dt
+                if num_batches == 1 and timing:  # time a second, compiled call for graphs/s
+                    t0 = time.time()
+                    jax.block_until_ready(fn(params, keys, mask))
+                    t_run += time.time() - t0
+                    timed += len(real)
+            else:
+                t_run += dt
+                timed += len(real)
+            adj = res[0] if return_chain else res
+            out_adj[real, :size, :size] = np.asarray(adj, dtype=np.uint8)[:len(real)]
+            if return_chain:
+                chain = np.asarray(res[1], dtype=np.uint8)[:len(real)]
+                if out_chain is None:
+                    out_chain = np.zeros((num_samples, chain.shape[1], n_max, n_max), np.uint8)
+                out_chain[real, :, :size, :size] = chain
+            done += len(real)
+            if progress is not None:
+                progress(done, num_samples)
+    adj = out_adj
     result = {"adj": adj, "num_nodes": node_counts, "graphs": batch_to_graphs(adj, node_counts),
               "seconds": t_run, "compile_seconds": t_compile,
               "graphs_per_second": (timed / t_run) if t_run > 0 else float("nan"),
               "algorithm": sampler.info.get("algorithm"), **sampler.info,
               "sampler": sampler.info}
+    if bounds:
+        result["buckets"] = [int(g[0]) for g in groups]
     if return_chain:
-        result["chain"] = np.concatenate(out_chain)
+        result["chain"] = out_chain
     return result

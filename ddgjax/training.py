@@ -13,6 +13,12 @@ epochs, ending at a checkpoint boundary); the batches come from
 The noise process (``ddgjax.processes``) supplies the loss; this module never
 names one.
 
+Size buckets (``config.data.buckets``; docs/method.md, "Size buckets"): the
+training split is held on the device as one padded array per bucket, each step
+trains one bucket (``input_pipeline.plan_buckets`` sets the batch per bucket and
+the step's loss weight), and the same jitted chunk runs one step per call, which
+compiles once per bucket shape; all steps update the one optimizer state.
+
 Several seeds of one config (``train_seeds``) train as one program: the state
 leaves carry a leading run axis and one jitted step advances every run
 (``make_train_chunk_seeds``), while each run keeps its own workdir, keys, batch
@@ -42,6 +48,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from ddgjax import checkpoints, input_pipeline
 from ddgjax.configuration import validate_config
+from ddgjax.data import node_count_distribution
 from ddgjax.interrupts import deferred
 from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
@@ -110,11 +117,13 @@ def ema_update(ema_params, params, decay: float):
 
 def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
                 on_step: Callable[[Any, Any], None] | None = None) -> Callable:
-    """``one_step(state, idx, base_key) -> (state, loss)``: one optimizer step on this
-    device's slice ``idx`` (``int32[B_local]``) of a batch, for use inside ``shard_map``
-    over ``AXIS`` (gradients and loss are summed over the axis)."""
+    """``one_step(state, idx, data_adj, data_mask, base_key, weight=None) -> (state, loss)``:
+    one optimizer step on this device's slice ``idx`` (``int32[B_local]``) of a batch, for
+    use inside ``shard_map`` over ``AXIS`` (gradients and loss are summed over the axis).
+    ``weight`` (a scalar, size buckets) multiplies the gradient; the returned loss is the
+    batch's unweighted per-pair mean."""
 
-    def one_step(state, idx, data_adj, data_mask, base_key):
+    def one_step(state, idx, data_adj, data_mask, base_key, weight=None):
         local_b = idx.shape[0]
         first = jax.lax.axis_index(AXIS) * local_b
         adj0, mask = data_adj[idx], data_mask[idx]
@@ -129,6 +138,8 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
         (local_sum, local_pairs), grads = jax.value_and_grad(summed, has_aux=True)(state.params)
         total_pairs = jnp.maximum(jax.lax.psum(local_pairs, AXIS), 1.0)
         grads = jax.tree_util.tree_map(lambda g: jax.lax.psum(g, AXIS) / total_pairs, grads)
+        if weight is not None:
+            grads = jax.tree_util.tree_map(lambda g: g * weight.astype(g.dtype), grads)
         loss = jax.lax.psum(local_sum, AXIS) / total_pairs
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
@@ -142,18 +153,20 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
     return one_step
 
 
-def _sharded(per_device, mesh: Mesh, batch_spec) -> Callable:
+def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
     # check_vma=False gives the classic pmap semantics: the gradient of the
     # replicated parameters is each device's local gradient, and we sum it over
     # the axis ourselves. (With check_vma=True, JAX would already insert that
     # psum in the transpose, and ours would count it n_dev times.)
-    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(), batch_spec),
+    return jax.jit(jax.shard_map(per_device, mesh=mesh,
+                                 in_specs=(P(), P(), P(), batch_spec, *extra_specs),
                                  out_specs=(P(), P()), check_vma=False))
 
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0,
-                     on_step: Callable[[Any, Any], None] | None = None) -> Callable:
+                     on_step: Callable[[Any, Any], None] | None = None,
+                     weighted: bool = False) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
@@ -168,9 +181,21 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
         (all-False mask), used to pad incomplete batches.
       batch_idx: ``int32[S, B]`` graph indices of S consecutive steps, sharded
         over the batch axis (B divisible by the number of devices).
-    Returns: the state after S steps and ``float32[S]`` batch losses (per-pair means).
+      step_weight: only with ``weighted=True`` (size buckets): ``float32[S]``, each
+        step's gradient is multiplied by its weight (``input_pipeline.plan_buckets``).
+    Returns: the state after S steps and ``float32[S]`` batch losses (per-pair means,
+    unweighted). The function compiles once per shape of ``data_adj`` and ``batch_idx``
+    (with size buckets: once per bucket).
     """
     one_step = _train_step(model, tx, process, ema_decay, on_step)
+
+    if weighted:
+        def per_device(state, data_adj, data_mask, batch_idx, step_weight):
+            return jax.lax.scan(
+                lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1]),
+                state, (batch_idx, step_weight))
+
+        return _sharded(per_device, mesh, P(None, AXIS), (P(),))
 
     def per_device(state, data_adj, data_mask, batch_idx):
         return jax.lax.scan(lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key),
@@ -378,7 +403,30 @@ class _Setup:
             raise TrainingError(f"config.train.batch_size={B} must be divisible by the number of "
                                 f"devices ({self.n_dev})")
         self.steps_per_epoch = input_pipeline.steps_per_epoch(self.num_graphs, B)
+        # size buckets (config.data.buckets): None when off
+        bounds = input_pipeline.bucket_bounds(config.data.get("buckets", ""),
+                                              node_count_distribution(self.ds.train),
+                                              self.max_nodes)
+        self.buckets = None
+        if bounds:
+            self.buckets = input_pipeline.plan_buckets(self.data.num_nodes, bounds, B,
+                                                       self.max_nodes, self.n_dev)
+            self.steps_per_epoch = self.buckets.steps_per_epoch
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
+
+    def device_data(self):
+        """The training split on the devices (replicated): one ``GraphBatch`` with the
+        empty padding graph last, or with size buckets a list of them, one per bucket."""
+        if self.buckets is None:
+            return replicate(input_pipeline.device_copy(self.data), self.mesh)
+        return [replicate(d, self.mesh)
+                for d in input_pipeline.bucket_data(self.data, self.buckets)]
+
+    def describe_buckets(self) -> str:
+        rows = self.buckets.describe()
+        return ("size buckets (nodes: graphs x batch, steps, loss weight): " + "; ".join(
+            f"{r['nodes']}: {r['graphs']} x {r['batch']}, {r['steps']}, {r['weight']:.3g}"
+            for r in rows) + f" -> {self.steps_per_epoch} steps per epoch")
 
     def config_for_seed(self, seed: int) -> ml_collections.ConfigDict:
         """The (data-fitted) config with ``train.seed = seed``: what a run of that seed records."""
@@ -443,11 +491,18 @@ class _Run:
         # epochs after the checkpoint are trained (and logged) again
         self.log.truncate_after(self.start_epoch)
 
-    def log_chunk(self, losses: np.ndarray, epoch: int, dt: float) -> float:
+    def log_chunk(self, losses: np.ndarray, epoch: int, dt: float,
+                  weights: np.ndarray | None = None) -> float:
         """Log the epochs of a chunk that ended at ``epoch`` (``losses`` ``[n_ep, steps]``);
-        returns the last epoch's mean loss."""
+        returns the last epoch's mean loss. With size buckets, ``weights`` (``[n_ep,
+        steps]``, the steps' loss weights) make the epoch loss the weighted mean, i.e.
+        the per-pair mean over the epoch's graphs."""
         n_ep, spe = losses.shape
-        epoch_losses = losses.mean(axis=1)
+        if weights is None:
+            epoch_losses = losses.mean(axis=1)
+        else:
+            epoch_losses = (losses * weights).sum(axis=1) / np.maximum(weights.sum(axis=1),
+                                                                         1e-30)
         self.window.extend(epoch_losses.tolist())
         every = self.config.train.log_every_epochs
         for k, e_loss in enumerate(epoch_losses):
@@ -496,7 +551,10 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
                    enabled=verbose and run.is_main)
     chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
                                 setup.config.train.ema_decay,
-                                on_step=_progress_callback(bar, setup, where))
+                                on_step=_progress_callback(bar, setup, where),
+                                weighted=setup.buckets is not None)
+    if setup.buckets is not None and verbose and run.is_main:
+        print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
     return _loop(setup, [run], chunk_fn, state, False, bar, stop_after_epochs, where)[0]
 
@@ -505,6 +563,10 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                  where) -> dict:
     """The body of :func:`train_seeds`."""
     setup = _Setup(config, devices, workdir)
+    if setup.buckets is not None:
+        raise TrainingError("config.data.buckets: size buckets are not supported with several "
+                            "seeds in one program (train_seeds / --seeds): train each seed on "
+                            "its own (train), or set config.data.buckets=''")
     if not restart:
         for s in seeds:
             _check_seed_record(seed_workdir(workdir, s), s)
@@ -577,7 +639,7 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,
                                                                  start_epoch + stop_after_epochs)
     ckpt_every = config.train.checkpoint_every_epochs
-    device_data = replicate(input_pipeline.device_copy(setup.data), mesh)
+    device_data = setup.device_data()
     epoch = start_epoch
     t_start = time.time()
     compile_s = None
@@ -586,19 +648,13 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
         # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
         next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
         n_ep = next_stop - epoch
-        # Each run's batches: those of a single run of its seed, [S, R, B] (or [S, B]).
-        idx = np.stack([input_pipeline.batches_for_epochs(setup.num_graphs, setup.batch_size,
-                                                          run.seed, epoch, next_stop)
-                        for run in runs], axis=1)
-        if not stacked:
-            idx = idx[:, 0]
         if compile_s is None and bar.enabled:
-            print(f"compiling the training step ({setup.n_dev} device(s))...", file=sys.stderr,
-                  flush=True)
+            shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
+            print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
+                  file=sys.stderr, flush=True)
         t0 = time.time()
-        state, losses = chunk_fn(state, device_data.adj, device_data.node_mask,
-                                 put_global(idx, batch_sharded(mesh, idx.ndim - 1)))
-        losses = to_host(losses).reshape(n_ep, spe, len(runs))
+        state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
+                                             next_stop, stacked)
         dt = time.time() - t0
         compile_s = dt if compile_s is None else compile_s
         chunks_s += dt
@@ -606,7 +662,7 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
             check_finite(losses[..., r], epoch, run.workdir)
         epoch = next_stop
         where["epoch"] = epoch
-        last = [run.log_chunk(losses[..., r], epoch, dt) for r, run in enumerate(runs)]
+        last = [run.log_chunk(losses[..., r], epoch, dt, weights) for r, run in enumerate(runs)]
         bar.update(epoch, force=epoch == end_epoch, loss=float(np.mean(last)),
                    steps_per_s=n_ep * spe / dt)
         if epoch % ckpt_every == 0 or epoch == end_epoch:
@@ -632,4 +688,41 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
                "first_call_seconds": compile_s, "chunk_seconds": chunks_s,
                "checkpoint_seconds": ckpt_s, "validation_seconds": val_s,
                "devices": setup.n_dev, "steps_per_epoch": spe}
+    if setup.buckets is not None:
+        summary["buckets"] = setup.buckets.describe()
     return [run.end(summary) for run in runs]
+
+
+def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, epoch: int,
+                end_epoch: int, stacked: bool):
+    """Train epochs ``epoch .. end_epoch - 1``: ``(state, losses [n_ep, spe, R] (numpy),
+    step weights [n_ep, spe] or None)``.
+
+    Without buckets, one call of ``chunk_fn`` (a scan over all the steps). With size
+    buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled program
+    per bucket shape), in the epoch's interleaved bucket order; every call updates the
+    same state.
+    """
+    mesh, n_ep, spe = setup.mesh, end_epoch - epoch, setup.steps_per_epoch
+    if setup.buckets is None:
+        # Each run's batches: those of a single run of its seed, [S, R, B] (or [S, B]).
+        idx = np.stack([input_pipeline.batches_for_epochs(setup.num_graphs, setup.batch_size,
+                                                          run.seed, epoch, end_epoch)
+                        for run in runs], axis=1)
+        if not stacked:
+            idx = idx[:, 0]
+        state, losses = chunk_fn(state, device_data.adj, device_data.node_mask,
+                                 put_global(idx, batch_sharded(mesh, idx.ndim - 1)))
+        return state, to_host(losses).reshape(n_ep, spe, len(runs)), None
+    assert not stacked and len(runs) == 1
+    order, batches, weights = input_pipeline.bucket_batches_for_epochs(
+        setup.buckets, runs[0].seed, epoch, end_epoch)
+    sharding, rep = batch_sharded(mesh, 1), replicate
+    losses = []
+    for b, idx, w in zip(order, batches, weights):
+        data = device_data[b]
+        state, loss = chunk_fn(state, data.adj, data.node_mask, put_global(idx[None], sharding),
+                               rep(w[None], mesh))
+        losses.append(loss)
+    losses = np.concatenate(to_host(losses))
+    return state, losses.reshape(n_ep, spe, 1), weights.reshape(n_ep, spe)
