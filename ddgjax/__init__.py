@@ -91,12 +91,15 @@ def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
     return _train(config, workdir, **options)
 
 
-def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None):
+def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
+         compute_dtype: str | None = None, pallas: bool | None = None):
     """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``, ``.complete(adjacency,
-    known)`` and ``.nll(graphs)``; see ``ddgjax.trained``."""
+    known)`` and ``.nll(graphs)``; see ``ddgjax.trained``. ``compute_dtype="bfloat16",
+    pallas=True`` samples with the fast path (GPU; docs/benchmarks.md)."""
     from ddgjax.trained import load as _load
 
-    return _load(workdir, checkpoint, use_ema=use_ema)
+    return _load(workdir, checkpoint, use_ema=use_ema, compute_dtype=compute_dtype,
+                 pallas=pallas)
 
 
 def load_dataset(name_or_path: str, **kwargs):

@@ -182,7 +182,10 @@ def plan_buckets(num_nodes, bounds, batch_size: int, max_nodes: int,
     batch.) Loss weight: a step's loss is the per-pair mean of its batch, as without
     buckets, times ``w_b = (P_b / P) * (S / steps_b)`` with ``P_b`` the real pairs of
     the bucket, ``P`` of the training split and ``S`` the steps of an epoch, so that the
-    epoch's summed gradient weighs every pair alike, as uniform batches would.
+    epoch's summed gradient weighs every pair alike, as uniform batches would. That
+    holds exactly for plain SGD; the weight multiplies the gradient before the
+    optimizer, so gradient clipping and Adam's normalisation see the weighted gradient
+    and the equality is only approximate there (a heavy bucket is clipped more often).
     """
     num_nodes = np.asarray(num_nodes, dtype=np.int64)
     which = assign_buckets(num_nodes, bounds)

@@ -69,10 +69,11 @@ def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None
     if compute_dtype is not None:
         config.model.compute_dtype = compute_dtype
     if pallas is not None:
-        if config.model.name != "ppgn":
+        if pallas and config.model.name != "ppgn":
             raise SamplingError(f"pallas kernels exist for the PPGN only; this run's model is "
                                 f"{config.model.name!r}")
-        config.model.ppgn.pallas = bool(pallas)
+        if config.model.name == "ppgn":
+            config.model.ppgn.pallas = bool(pallas)
     return config
 
 

@@ -25,6 +25,8 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
 
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+# the PPGN's Pallas kernels run on CPU in interpret mode (off by default: slow)
+os.environ.setdefault("DDGJAX_PALLAS_INTERPRET", "1")
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="ddgjax-test-jax-cache-")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"

@@ -71,3 +71,13 @@ def test_a_source_checkout_maps_configs_as_an_attribute_too(monkeypatch):
     ddgjax._map_source_configs()
     assert ddgjax.configs.__file__.endswith("configs/__init__.py")
     assert sys.modules["ddgjax.configs"] is ddgjax.configs
+
+
+def test_load_takes_the_fast_path_arguments():
+    """ddgjax.load passes compute_dtype and pallas on to the trained-model loader."""
+    import inspect
+
+    import ddgjax
+
+    params = inspect.signature(ddgjax.load).parameters
+    assert {"compute_dtype", "pallas"} <= set(params)

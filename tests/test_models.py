@@ -522,3 +522,18 @@ def test_ppgn_pallas_model_under_vmap_equals_the_batched_call():
     batched = fast.apply(params, adj, nm, t, lv)
     assert _relative_error(per_graph(fast)(adj, nm, t, lv), batched) < 1e-2
     assert _relative_error(per_graph(xla)(adj, nm, t, lv), batched) < 2e-2
+
+
+def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
+    """On a CPU the kernels would run interpreted (slow): only DDGJAX_PALLAS_INTERPRET=1
+    (the tests) turns them on; without it pallas=True takes the XLA path."""
+    from ddgjax.models import pallas_launch
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
+    fast = build_model("ppgn", T, **bf16)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
+    adj, nm = random_batch(12, [8, 6, 3, 8], 8)
+    t, lv = noise_inputs(4, seed=8)
+    program = lambda: str(jax.make_jaxpr(lambda p: fast.apply(p, adj, nm, t, lv))(params))
+    assert pallas_launch.available() and "pallas_call" in program()
+    monkeypatch.delenv("DDGJAX_PALLAS_INTERPRET")
+    assert not pallas_launch.available() and "pallas_call" not in program()

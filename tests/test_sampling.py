@@ -4,6 +4,7 @@ import shutil
 
 import chex
 import jax
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import pytest
@@ -139,3 +140,18 @@ def test_fast_sampling_path_keeps_the_parameters_and_nearly_all_pairs(workdir):
     assert np.mean(a != b) < 0.1
     with pytest.raises(sampling.SamplingError, match="compute_dtype"):
         sampling.load_run(str(workdir), compute_dtype="float16")
+
+
+def test_sample_graphs_key_forms():
+    """One shared key (typed or legacy raw), or per-graph keys ([B] typed, [B, 2] raw);
+    a per-graph key count that does not match the batch is a clear error."""
+    from ddgjax.processes.flip_schedules import make_schedule
+    sched = make_schedule("linear", 4)
+    mask = jnp.ones((2, 5), bool)
+    denoise = lambda a, m, t, s: jnp.zeros(a.shape)
+    for key in (jax.random.key(0), jax.random.PRNGKey(0), jax.random.split(jax.random.key(0), 2),
+                jax.random.split(jax.random.PRNGKey(0), 2)):
+        out = bitflip.sample_graphs(denoise, key, mask, sched, 2)
+        assert out.shape == (2, 5, 5)
+    with pytest.raises(ValueError, match="3 per-graph keys for 2 graphs"):
+        bitflip.sample_graphs(denoise, jax.random.split(jax.random.key(0), 3), mask, sched, 2)

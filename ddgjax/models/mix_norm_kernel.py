@@ -16,8 +16,9 @@ it writes partial sums for "the graph of its first row" and "the next one"; a se
 sum adds them up per graph.
 
 Forward only: the gradient recomputes ``mix_with_stats_reference`` (``jax.custom_vjp``).
-Under ``vmap`` (the per-graph sampler) the examples' rows are merged into one call.
-On CPU the kernel runs in Pallas' interpret mode (tests).
+Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged into one call.
+On CPU it runs in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the
+tests); see ``pallas_launch``.
 """
 from __future__ import annotations
 

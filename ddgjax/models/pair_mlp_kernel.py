@@ -12,7 +12,8 @@ a round trip of a ``[M, H]`` tensor through device memory; the kernel reads a ti
 
 Forward only: the backward pass (``jax.custom_vjp``) recomputes the reference
 ``pair_mlps_reference`` and differentiates that, so the kernel is for sampling; training
-keeps the XLA path. On CPU the kernel runs in Pallas' interpret mode (tests).
+keeps the XLA path. On CPU the kernel runs in Pallas' interpret mode when
+``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``.
 """
 from __future__ import annotations
 
@@ -101,8 +102,9 @@ def _forward(x, w0, b0, w1, b1, scale):
 
 @_forward.def_vmap
 def _forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
-    """Under ``vmap`` (the per-graph sampler) the rows of all examples are one kernel
-    call, so the tile stays large: ``x [V, M, C]`` -> ``[V * M, C]``."""
+    """Under ``vmap`` (e.g. the per-graph completion sampler, which vmaps the model) the
+    rows of all examples are one kernel call, so the tile stays large:
+    ``x [V, M, C]`` -> ``[V * M, C]``."""
     x_b, *weights_b, s_b = in_batched
     hidden = w0.shape[-1]
     rows = axis_size * x.shape[-2]

@@ -2,8 +2,9 @@
 
 GPU: compiled through Triton, with ``num_warps``/``num_stages`` from the environment
 (``{PREFIX}_WARPS``, ``{PREFIX}_STAGES``; defaults 4 and 3, the fastest measured on an
-H200, docs/benchmarks.md). CPU: Pallas' interpret mode (what the tests run). Any other
-backend (TPU): the kernels are not used and the models take their XLA path.
+H200, docs/benchmarks.md). CPU: only with ``DDGJAX_PALLAS_INTERPRET=1`` (what the
+tests set), in Pallas' interpret mode, which is far slower than XLA; otherwise, as on
+any other backend (TPU), the kernels are not used and the models take their XLA path.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import jax
 
 
 def available() -> bool:
-    """Whether the kernels can run on the default backend (GPU, or CPU interpreted)."""
-    return jax.default_backend() in ("gpu", "cpu")
+    """Whether the kernels run on the default backend (GPU; CPU interpreted on request)."""
+    backend = jax.default_backend()
+    return backend == "gpu" or (backend == "cpu"
+                                and os.environ.get("DDGJAX_PALLAS_INTERPRET", "") == "1")
 
 
 def call_options(env_prefix: str) -> dict:

@@ -394,7 +394,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   logit_scale: float = 1.0):
     """Run the reverse chain with ``jax.lax.scan`` for one batch.
 
-    ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph: then graph
+    ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph (typed keys;
+    legacy raw uint32 ones are wrapped): then graph
     ``b``'s draws use only ``keys[b]`` (the same draws as running it alone), while the
     denoiser is still called once per step on the whole batch.
 
@@ -426,7 +427,11 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     n_scan = K - 1 if argmax_last else K
     xs = (jnp.arange(K, dtype=jnp.int32), jnp.asarray(t_lv[:-1], jnp.int32),
           jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))
+    if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):  # legacy raw uint32 key(s)
+        key = jax.random.wrap_key_data(key)
     per_graph = key.ndim == 1  # keys [B]: graph b draws only from keys[b]
+    if per_graph and key.shape[0] != node_mask.shape[0]:
+        raise ValueError(f"{key.shape[0]} per-graph keys for {node_mask.shape[0]} graphs")
 
     def draw(k, fn, *arrays):
         """``fn(key_k, *arrays)``; with per-graph keys one call per graph ``[1, ...]``."""
