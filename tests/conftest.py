@@ -25,6 +25,12 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
 
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+# A shell starts background jobs with SIGINT ignored, and children inherit that: the
+# tests that interrupt a run (in process or in a subprocess) need Python's own handler.
+import signal  # noqa: E402
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # the PPGN's Pallas kernels run on CPU in interpret mode (off by default: slow)
 os.environ.setdefault("DDGJAX_PALLAS_INTERPRET", "1")
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
