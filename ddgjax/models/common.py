@@ -68,6 +68,27 @@ def masked_instance_norm_one_pass(x: jax.Array, mask: jax.Array, eps: float = 1e
     return jnp.where(m, (d - mean_d) * jax.lax.rsqrt(var + eps), 0.0).astype(out_dtype)
 
 
+def instance_norm_from_sums(y: jax.Array, sums: jax.Array, shift: jax.Array, mask: jax.Array,
+                            eps: float = 1e-5, out_dtype=jnp.float32) -> jax.Array:
+    """The masked instance norm of ``y`` from statistics already summed elsewhere.
+
+    Args:
+      y: ``[B, N, N, C]``; mask: ``bool[B, N, N]``;
+      sums: float32 ``[B, 2, C]``, the sums of ``d`` and ``d * d`` over each graph's masked
+        entries, ``d = y - shift`` (``ddgjax.models.mix_norm_kernel`` gives them);
+      shift: ``[C]``.
+    Returns: ``(y - mean) / sqrt(var + eps)`` on masked entries, 0 elsewhere, in
+    ``out_dtype`` (``masked_instance_norm``'s result, up to rounding).
+    """
+    count = jnp.maximum(mask.sum((1, 2)), 1).astype(jnp.float32)[:, None]       # [B, 1]
+    mean_d = sums[:, 0] / count
+    var = jnp.maximum(sums[:, 1] / count - mean_d * mean_d, 0.0)
+    mean = (mean_d + shift.astype(jnp.float32))[:, None, None, :]
+    rstd = jax.lax.rsqrt(var + eps)[:, None, None, :]
+    out = (y.astype(jnp.float32) - mean) * rstd
+    return jnp.where(mask[..., None], out, 0.0).astype(out_dtype)
+
+
 def symmetrize_and_mask(logits: jax.Array, node_mask: jax.Array) -> jax.Array:
     """``[B, N, N]`` -> float32 ``(L + L^T) / 2``, zero off the real off-diagonal pairs."""
     logits = logits.astype(jnp.float32)

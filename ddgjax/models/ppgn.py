@@ -49,8 +49,8 @@ import jax
 import jax.numpy as jnp
 
 from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
-from ddgjax.models.common import (check_inputs, masked_instance_norm,
-                                  masked_instance_norm_one_pass, node_counts, square_mask,
+from ddgjax.models.common import (check_inputs, instance_norm_from_sums,
+                                  masked_instance_norm, masked_instance_norm_one_pass, node_counts, square_mask,
                                   symmetrize_and_mask)
 
 
@@ -214,13 +214,8 @@ class PPGNBlockFused(nn.Module):
             y, sums = mix_norm_kernel.mix_with_stats(
                 x.astype(cdt).reshape(rows, c_in), prod.reshape(h, rows), kmix[:c_in],
                 kmix[c_in:], bmix, mask_sq.reshape(rows).astype(cdt), nodes_sq)
-            count = jnp.maximum(mask_sq.sum((1, 2)), 1).astype(jnp.float32)[:, None]  # [B, 1]
-            mean_d = sums[:, 0] / count                                 # [B, h], of y - b
-            var = jnp.maximum(sums[:, 1] / count - mean_d * mean_d, 0.0)
-            mean = (mean_d + bmix.astype(jnp.float32))[:, None, None, :]
-            rstd = jax.lax.rsqrt(var + self.eps)[:, None, None, :]
-            y = y.reshape(x.shape[:3] + (h,)).astype(jnp.float32)
-            return jnp.where(mask_sq[..., None], (y - mean) * rstd, 0.0).astype(cdt)
+            return instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, bmix, mask_sq,
+                                           self.eps, cdt)
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
