@@ -358,3 +358,100 @@ def test_from_config_reads_the_gaussian_keys():
         GaussianProcess(num_timesteps=T).sampler(eta=-0.5)
     with pytest.raises(ValueError, match="num_timesteps >= 21"):
         GaussianProcess("linear", T)
+
+
+# ----------------------------------------------------------------------------
+# Annealed Langevin (sampler="langevin")
+
+
+def test_langevin_levels_and_step_sizes():
+    sched = gaussian.make_gaussian_schedule("cosine", 1000)
+    c = gaussian.langevin_coefficients(sched, 62, num_levels=6, sigma_max=1.6, sigma_min=0.1,
+                                       step_eps=0.005)
+    levels = gaussian.langevin_levels(sched, 6, 1.6, 0.1)
+    assert len(levels) == 6 and np.all(np.diff(levels) < 0)
+    sig = gaussian.ve_sigma(sched)[levels]
+    np.testing.assert_allclose(sig, np.geomspace(1.6, 0.1, 6), rtol=0.02)
+    # 62 steps over 6 levels: 11, 11, 10, 10, 10, 10 in descending level order.
+    np.testing.assert_array_equal(c.t, np.repeat(levels, [11, 11, 10, 10, 10, 10]))
+    # Step size eps_l = eps sigma_l^2 / sigma_L^2 (adjacency units) = step_y / 4.
+    step_y = (np.asarray(c.noise_std, np.float64)) ** 2
+    np.testing.assert_allclose(step_y / 4, 0.005 * gaussian.ve_sigma(sched)[c.t] ** 2 / sig[-1] ** 2,
+                               rtol=1e-5)
+    # Coarse trained grids keep distinct levels only; K must cover them.
+    assert len(gaussian.langevin_levels(gaussian.make_gaussian_schedule("cosine", 4), 6, 1.6,
+                                        0.1)) < 6
+    with pytest.raises(ValueError, match="num_steps >= its 6 levels"):
+        gaussian.langevin_coefficients(sched, 5)
+
+
+def test_langevin_with_an_exact_gaussian_score_reaches_the_target():
+    """Target x0 ~ N(m, s^2) per real pair (signal units): the exact eps-prediction is
+    eps = sigma_t (x_t - sqrt(ab_t) m) / (ab_t s^2 + sigma_t^2), so score_y = -(y - m) / v
+    with v = s^2 + sigma_y^2. Discretised Langevin with step h then has the stationary
+    law N(m, h / (1 - (1 - h / 2v)^2)), which the last level's 100 steps reach."""
+    m, s = 0.3, 0.3
+    sched = gaussian.make_gaussian_schedule("cosine", 1000)
+    sab, sig = jnp.asarray(sched.sqrt_alpha_bar), jnp.asarray(sched.sigma)
+
+    def exact(x_t, mask, t_index, sigma_t):
+        a, sg = sab[t_index][:, None, None], sig[t_index][:, None, None]
+        eps = sg * (x_t - a * m) / (a ** 2 * s ** 2 + sg ** 2)
+        return jnp.where(edge_mask(mask), eps, 0.0)
+
+    c = gaussian.langevin_coefficients(sched, 300, num_levels=3, sigma_max=0.8, sigma_min=0.1,
+                                       step_eps=0.005)
+    mask = jnp.asarray(node_mask_from_counts(np.full(64, 20), 20))
+    y, _ = jax.jit(lambda k: gaussian.langevin_chain(exact, k, mask, c))(jax.random.key(1))
+    vals = np.asarray(y)[np.asarray(pair_mask(mask))].astype(np.float64)
+    sigma_y = 2 * gaussian.ve_sigma(sched)[c.t[-1]]
+    v = s ** 2 + sigma_y ** 2
+    h = float(c.noise_std[-1]) ** 2
+    var_stationary = h / (1 - (1 - h / (2 * v)) ** 2)
+    assert abs(vals.mean() - m) < 0.015
+    np.testing.assert_allclose(vals.var(), var_stationary, rtol=0.05)
+    np.testing.assert_allclose(vals.var(), v, rtol=0.1)  # the discretisation bias is ~4%
+
+
+def test_langevin_sampler_valid_adjacency_and_per_graph_keys():
+    cfg = gaussian_test_config()
+    cfg.model.name = "edp"
+    cfg.model.edp.num_layers, cfg.model.edp.gin_steps = 1, 1
+    model = model_from_config(cfg)
+    params = init_params(model, jax.random.key(0), 10)
+    process = gaussian.from_config(cfg)
+    counts = np.array([10, 4, 7, 1, 0, 2])
+    mask = jnp.asarray(node_mask_from_counts(counts, 10))
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(6))
+    K = 2 * T + 3  # more updates than trained levels is fine for Langevin
+    sampler = process.sampler(K, return_chain=True, sampler="langevin", num_levels=4)
+    assert isinstance(sampler, gaussian.LangevinSampler) and sampler.info["sampler"] == "langevin"
+    fn = compiled_sampler(model, sampler)
+    adj, chain = fn(params, keys, mask)
+    chex.assert_shape(adj, (6, 10, 10))
+    assert_valid_adjacency(adj, counts)
+    chex.assert_shape(chain, (6, K + 1, 10, 10))
+    np.testing.assert_array_equal(chain[:, -1], adj)
+    assert_valid_adjacency(chain.reshape(-1, 10, 10), np.repeat(counts, K + 1))
+    # Deterministic per key; graph b depends only on keys[b] (permuted, and a smaller batch).
+    np.testing.assert_array_equal(fn(params, keys, mask)[0], adj)
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    np.testing.assert_array_equal(fn(params, keys[perm], mask[perm])[0], adj[perm])
+    np.testing.assert_array_equal(fn(params, keys[:2], mask[:2])[0], adj[:2])
+    assert not np.array_equal(fn(params, keys[::-1], mask)[0][0], adj[0])
+
+
+def test_langevin_sampler_options():
+    process = GaussianProcess(num_timesteps=1000)
+    assert isinstance(process.sampler(16), gaussian.GaussianSampler)
+    assert isinstance(process.sampler(16, sampler="ddpm", eta=0.0), gaussian.GaussianSampler)
+    s = process.sampler(None, sampler="langevin", step_eps=0.05, noise_scale=0.1)
+    assert (s.num_steps, s.num_levels, s.step_eps, s.noise_scale) == (1000, 6, 0.05, 0.1)
+    with pytest.raises(ValueError, match="ddpm sampler"):
+        process.sampler(16, sampler="langevin", eta=0.0)
+    with pytest.raises(ValueError, match="need sampler='langevin'"):
+        process.sampler(16, num_levels=3)
+    with pytest.raises(ValueError, match="unknown Gaussian sampler"):
+        process.sampler(16, sampler="euler")
+    with pytest.raises(ValueError, match="no option"):
+        process.sampler(16, sampler="langevin", steps=3)

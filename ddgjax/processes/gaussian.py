@@ -54,6 +54,14 @@ from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
 
 SCHEDULES = ("cosine", "linear")
 DEFAULTS = {"schedule": "cosine", "eta": 1.0, "clip_x0": True}
+SAMPLERS = ("ddpm", "langevin")
+# Annealed-Langevin defaults (EDP-GNN / the paper's PPGN-Score), in adjacency units
+# (A = (x0 + 1) / 2, so the signal x0 = 2 A - 1 has twice these noise levels):
+# 6 levels from sigma = 1.6 down to 0.1 (geometric here; EDP-GNN's are 0.1, 0.2,
+# 0.4, 0.6, 0.8, 1.6), step size eps = 0.005 (the middle of their grid 0.05 /
+# 0.005 / 0.0005), noise scale 1 (their grid: 0.1 / 1.0).
+LANGEVIN_DEFAULTS = {"num_levels": 6, "sigma_max": 1.6, "sigma_min": 0.1, "step_eps": 0.005,
+                     "noise_scale": 1.0}
 
 
 # ----------------------------------------------------------------------------
@@ -306,6 +314,174 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
 
 
 # ----------------------------------------------------------------------------
+# Annealed Langevin dynamics (EDP-GNN / NCSN style) with the eps-prediction model
+
+
+class LangevinCoefficients(NamedTuple):
+    """Per-step constants of a K-step annealed-Langevin sampler (``float32[K]``; ``t``
+    ``int32[K]``), computed in float64 on the host. Step ``k`` is one Langevin update
+    at the trained level ``t[k]``."""
+
+    t: np.ndarray
+    sigma_t: np.ndarray      # sqrt(1 - ab_t): the model's noise-level input
+    sqrt_ab_t: np.ndarray    # maps the VE state y to the model's input x_t = sqrt(ab_t) y
+    score_coef: np.ndarray   # (step / 2) / sigma_y: the drift is -score_coef * eps_hat
+    noise_std: np.ndarray    # noise_scale * sqrt(step)
+
+
+def ve_sigma(schedule: GaussianSchedule) -> np.ndarray:
+    """``float64[T+1]``: each level's noise std in adjacency units, ``sigma_t / sqrt(ab_t) / 2``.
+
+    ``x_t / sqrt(ab_t) = x0 + (sigma_t / sqrt(ab_t)) eps`` is the variance-exploding
+    (EDP-GNN / NCSN) form of level ``t`` on the signal ``x0 = 2 A - 1``; on ``A`` the
+    noise std is half that.
+    """
+    ab = schedule.alpha_bar64
+    return np.sqrt((1.0 - ab) / ab) / 2.0
+
+
+def langevin_levels(schedule: GaussianSchedule, num_levels: int, sigma_max: float,
+                    sigma_min: float) -> np.ndarray:
+    """Descending distinct trained levels ``int32[L']`` nearest (in log sigma) to the
+    geometric grid of ``num_levels`` adjacency-unit noise levels ``sigma_max .. sigma_min``.
+
+    The model only knows the trained levels ``1..T``, so each grid point is mapped to
+    the trained level whose ``ve_sigma`` is closest in log; duplicates (a grid finer
+    than the trained levels) are dropped, so ``L' <= num_levels``.
+    """
+    if int(num_levels) < 1:
+        raise ValueError(f"num_levels must be >= 1, got {num_levels}")
+    if not 0.0 < sigma_min <= sigma_max:
+        raise ValueError(f"need 0 < sigma_min <= sigma_max, got {sigma_min}, {sigma_max}")
+    grid = np.exp(np.linspace(np.log(sigma_max), np.log(sigma_min), int(num_levels)))
+    log_sig = np.log(ve_sigma(schedule)[1:])  # levels 1..T
+    t = 1 + np.argmin(np.abs(log_sig[None, :] - np.log(grid)[:, None]), axis=1)
+    _, first = np.unique(t, return_index=True)
+    return t[np.sort(first)].astype(np.int32)
+
+
+def langevin_coefficients(schedule: GaussianSchedule, num_steps: int, num_levels: int = 6,
+                          sigma_max: float = 1.6, sigma_min: float = 0.1,
+                          step_eps: float = 0.005,
+                          noise_scale: float = 1.0) -> LangevinCoefficients:
+    """The step table of annealed Langevin with ``num_steps`` (K) updates in all.
+
+    The K updates are split over the ``L'`` levels of ``langevin_levels`` as evenly as
+    possible (the first ``K mod L'`` levels get one more); K must be >= L'. Level
+    ``l`` (adjacency-unit noise ``sigma_l``) uses EDP-GNN's / NCSN's step size
+    ``eps_l = step_eps * sigma_l^2 / sigma_L^2`` (``sigma_L`` the last, smallest level).
+    """
+    if step_eps <= 0 or noise_scale < 0:
+        raise ValueError(f"need step_eps > 0 and noise_scale >= 0, got {step_eps}, {noise_scale}")
+    levels = langevin_levels(schedule, num_levels, sigma_max, sigma_min)
+    L = len(levels)
+    if not isinstance(num_steps, (int, np.integer)) or num_steps < L:
+        raise ValueError(f"the Langevin sampler needs num_steps >= its {L} levels, got {num_steps}")
+    per_level = np.full(L, num_steps // L) + (np.arange(L) < num_steps % L)
+    t = np.repeat(levels, per_level)
+    sig_a = ve_sigma(schedule)[t]                                  # adjacency units
+    eps_a = step_eps * sig_a ** 2 / ve_sigma(schedule)[levels[-1]] ** 2
+    # In signal units y = 2 A - 1 the same update has step 4 eps_a and noise 2 sigma_a.
+    step_y, sig_y = 4.0 * eps_a, 2.0 * sig_a
+    ab = schedule.alpha_bar64[t]
+    f32 = lambda a: np.asarray(a, np.float32)
+    return LangevinCoefficients(
+        t=t.astype(np.int32), sigma_t=f32(np.sqrt(1.0 - ab)), sqrt_ab_t=f32(np.sqrt(ab)),
+        score_coef=f32(step_y / 2.0 / sig_y), noise_std=f32(noise_scale * np.sqrt(step_y)))
+
+
+def langevin_chain(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
+                   c: LangevinCoefficients, return_chain: bool = False):
+    """Annealed Langevin on the variance-exploding state ``y`` (signal units, ``2 A - 1``).
+
+    The score of level ``t`` comes from the eps-prediction model. With
+    ``x_t = sqrt(ab_t) y`` and ``sigma_y = sigma_t / sqrt(ab_t)``, the DDPM identity
+    ``grad_x log q_t(x_t) = -E[eps | x_t] / sigma_t`` gives
+
+        score_y(y) = sqrt(ab_t) grad_x log q_t(sqrt(ab_t) y) = -eps_hat(sqrt(ab_t) y, t) / sigma_y,
+
+    and each update is ``y <- y + (step/2) score_y(y) + noise_scale sqrt(step) z`` with
+    ``z`` symmetric normal on the real pairs. Starts from ``y = sigma_y(first level) z``.
+
+    Returns: ``(y [B, N, N], chain)``: the last state, and with ``return_chain`` the
+    thresholded states ``[K+1, B, N, N]`` (``y > 0``, initial state first).
+    """
+    y0 = float(c.sigma_t[0] / c.sqrt_ab_t[0]) * symmetric_normal(
+        jax.random.fold_in(key, 10_000_019), node_mask)
+    B = node_mask.shape[0]
+    em = edge_mask(node_mask)
+
+    def body(y, xs):
+        i, coef = xs
+        t_vec = jnp.full((B,), coef.t, jnp.int32)
+        sig_vec = jnp.full((B,), coef.sigma_t, jnp.float32)
+        eps_hat = denoise_fn(coef.sqrt_ab_t * y, node_mask, t_vec, sig_vec).astype(jnp.float32)
+        z = symmetric_normal(jax.random.fold_in(key, i), node_mask)
+        y = jnp.where(em, y - coef.score_coef * eps_hat + coef.noise_std * z, 0.0)
+        return y, (to_adjacency(y, node_mask) if return_chain else None)
+
+    steps = jnp.arange(len(c.t), dtype=jnp.int32)
+    table = LangevinCoefficients(*(jnp.asarray(a) for a in c))
+    y, chain = jax.lax.scan(body, y0, (steps, table))
+    if return_chain:
+        chain = jnp.concatenate([to_adjacency(y0, node_mask)[None], chain], axis=0)
+    return y, chain
+
+
+def langevin_sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array,
+                                   c: LangevinCoefficients, return_chain: bool = False):
+    """Per-graph annealed Langevin under ``jax.vmap`` (graph ``b`` uses only ``keys[b]``).
+
+    Returns ``A = (y > 0)`` ``[B, N, N]`` (i.e. ``A = (y + 1)/2`` thresholded at 1/2; and
+    ``[B, K+1, N, N]`` chains with ``return_chain``).
+    """
+
+    def one(key, mask):
+        y, chain = langevin_chain(denoise_fn, key, mask, c, return_chain)
+        adj = to_adjacency(y, mask)
+        return (adj, chain) if return_chain else adj
+
+    return vmap_per_graph(one, keys, node_mask, return_chain)
+
+
+@dataclasses.dataclass(frozen=True)
+class LangevinSampler(Sampler):
+    """Annealed Langevin (EDP-GNN style) with the DDPM-trained model as the score.
+
+    ``num_steps`` is K, the total number of Langevin updates (= denoiser calls).
+    """
+
+    process: "GaussianProcess"
+    num_steps: int
+    num_levels: int
+    sigma_max: float
+    sigma_min: float
+    step_eps: float
+    noise_scale: float
+    return_chain: bool = False
+
+    def coefficients(self) -> LangevinCoefficients:
+        return langevin_coefficients(self.process.schedule, self.num_steps, self.num_levels,
+                                     self.sigma_max, self.sigma_min, self.step_eps,
+                                     self.noise_scale)
+
+    def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
+        return langevin_sample_graphs_vmapped(denoise_fn, keys, node_mask, self.coefficients(),
+                                              self.return_chain)
+
+    @property
+    def info(self) -> dict:
+        levels = langevin_levels(self.process.schedule, self.num_levels, self.sigma_max,
+                                 self.sigma_min)
+        return {"process": self.process.name, "sampler": "langevin",
+                "num_steps": self.num_steps, "num_levels": self.num_levels,
+                "sigma_max": self.sigma_max, "sigma_min": self.sigma_min,
+                "step_eps": self.step_eps, "noise_scale": self.noise_scale,
+                "levels": [int(t) for t in levels],
+                "level_sigmas": [float(s) for s in ve_sigma(self.process.schedule)[levels]]}
+
+
+# ----------------------------------------------------------------------------
 # The process
 
 
@@ -346,7 +522,7 @@ class GaussianProcess(NoiseProcess):
     clip_x0: bool = True
 
     name = "gaussian"
-    sampler_options = ("eta", "clip_x0")
+    sampler_options = ("sampler", "eta", "clip_x0") + tuple(LANGEVIN_DEFAULTS)
 
     def __post_init__(self):
         make_gaussian_schedule(self.schedule_name, self.num_timesteps)  # validates
@@ -363,8 +539,32 @@ class GaussianProcess(NoiseProcess):
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
-                **options) -> GaussianSampler:
+                **options) -> Sampler:
+        """``sampler="ddpm"`` (default): DDIM/DDPM steps with ``eta``, ``clip_x0``.
+        ``sampler="langevin"``: annealed Langevin with ``num_levels``, ``sigma_max``,
+        ``sigma_min`` (adjacency units), ``step_eps``, ``noise_scale``
+        (``LANGEVIN_DEFAULTS``); ``num_steps`` is then the total number of updates.
+        Options of the other sampler raise ValueError."""
         self.check_sampler_options(options)
+        kind = options.pop("sampler", None) or "ddpm"
+        if kind not in SAMPLERS:
+            raise ValueError(f"unknown Gaussian sampler {kind!r}; expected one of {SAMPLERS}")
+        given = {k for k, v in options.items() if v is not None}
+        if kind == "langevin":
+            if given & {"eta", "clip_x0"}:
+                raise ValueError(f"options {sorted(given & {'eta', 'clip_x0'})} belong to the "
+                                 "ddpm sampler, not sampler='langevin'")
+            o = {k: (v if options.get(k) is None else options[k])
+                 for k, v in LANGEVIN_DEFAULTS.items()}
+            sampler = LangevinSampler(self, int(num_steps or self.num_timesteps),
+                                      int(o["num_levels"]), float(o["sigma_max"]),
+                                      float(o["sigma_min"]), float(o["step_eps"]),
+                                      float(o["noise_scale"]), bool(return_chain))
+            sampler.coefficients()  # validates before tracing
+            return sampler
+        if given & set(LANGEVIN_DEFAULTS):
+            raise ValueError(f"options {sorted(given & set(LANGEVIN_DEFAULTS))} need "
+                             "sampler='langevin'")
         eta = float(self.eta if options.get("eta") is None else options["eta"])
         clip_x0 = bool(self.clip_x0 if options.get("clip_x0") is None else options["clip_x0"])
         num_steps = int(num_steps or self.num_timesteps)
