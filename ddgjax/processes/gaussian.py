@@ -34,6 +34,11 @@ DDPM step ``x_s ~ q(x_s | x_t, x0_hat)`` for the strided pair (t, s):
 
 The last step lands on ``s = 0`` where ``x_0 = x0_hat``; the adjacency is
 ``x0_hat > 0``, i.e. the last estimate of ``A = (x0 + 1) / 2`` thresholded at 1/2.
+
+``sampler="langevin"`` instead runs EDP-GNN's annealed Langevin dynamics with the
+same eps-prediction network as the score (``score_y = -eps_hat / sigma_y`` on the
+variance-exploding state ``y = x_t / sqrt(alpha_bar_t)``, ``sigma_y = sigma_t /
+sqrt(alpha_bar_t)``); see ``langevin_chain`` and docs/gaussian.md.
 """
 from __future__ import annotations
 
