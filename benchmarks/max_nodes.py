@@ -23,8 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench_core import random_graphs  # noqa: E402
-from profile_ppgn import config_for  # noqa: E402
+from bench_core import core_config, random_graphs  # noqa: E402
 from ddgjax import training  # noqa: E402
 from ddgjax.models import model_from_config  # noqa: E402
 from ddgjax.parallel import make_mesh  # noqa: E402
@@ -95,7 +94,7 @@ def main():
     remats = {"both": (False, True), "on": (True,), "off": (False,)}[args.remat]
     for dtype in args.dtypes.split(","):
         for remat in remats:
-            cfg = config_for(dtype, args.option + [f"model.ppgn.remat={remat}"])
+            cfg = core_config(dtype, options=args.option + [f"model.ppgn.remat={remat}"])
             for n in (int(v) for v in args.nodes.split(",")):
                 row = {"dtype": dtype, "remat": remat, "nodes": n}
                 try:

@@ -33,28 +33,11 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench_core import random_graphs, timeit  # noqa: E402
+from bench_core import core_config, random_graphs, timeit  # noqa: E402
 from ddgjax import training  # noqa: E402
 from ddgjax.models import init_params, model_from_config  # noqa: E402
 from ddgjax.parallel import make_mesh  # noqa: E402
 from ddgjax.processes import process_from_config  # noqa: E402
-from configs import default  # noqa: E402
-
-
-def config_for(dtype, options, hidden=128, blocks=8):
-    cfg = default.get_config()
-    cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks = hidden, blocks
-    cfg.model.compute_dtype = dtype
-    for item in options:
-        key, value = item.split("=", 1)
-        node = cfg
-        *path, last = key.split(".")
-        for p in path:
-            node = node[p]
-        old = node[last]
-        node[last] = (value.lower() in ("1", "true", "yes")) if isinstance(old, bool) \
-            else type(old)(value) if old is not None else value
-    return cfg
 
 
 def device_kernel_times(trace_dir):
@@ -186,53 +169,53 @@ def full_sampling_seconds(model, params, num, N, steps, repeat=3):
 
 
 def profile_variant(args, dtype, vtag, options, N):
-    if True:
-        cfg = config_for(dtype, options, args.hidden, args.blocks)
-        model = model_from_config(cfg)
-        tag = f"{dtype}{vtag}"
-        row = {"variant": tag, "options": options}
-        # one sampling step's network work
-        params = init_params(model, jax.random.key(0), N)
-        adj, mask = random_graphs(args.sample_batch, N, p=0.5)
-        t_index = jnp.full((args.sample_batch,), 16, jnp.int32)
-        level = jnp.full((args.sample_batch,), 0.25, jnp.float32)
-        fwd = jax.jit(lambda p, a, m, t, s: model.apply(p, a, m, t, s))
-        fargs = (params, jnp.asarray(adj), jnp.asarray(mask), t_index, level)
-        with open(os.path.join(args.out, f"sample_forward_{tag}.hlo.txt"), "w") as f:
-            f.write(fwd.lower(*fargs).compile().as_text())
-        res = profile_fn(fwd, fargs, args.calls, f"sample_forward_{tag}", args.out)
-        row["sample_forward_ms"] = sum(res["device_ms_per_call_by_line"].values())
-        ref_cfg = config_for("float32", [o for o in options if "pallas" not in o
-                                         and "fused" not in o], args.hidden, args.blocks)
-        ref = jax.jit(lambda p, a, m, t, s: model_from_config(ref_cfg).apply(p, a, m, t, s))
-        small = tuple(a[:64] if getattr(a, "ndim", 0) else a for a in fargs[1:])
-        out, want = fwd(params, *small), ref(params, *small)
-        row["rel_err_vs_f32_reference"] = float(jnp.linalg.norm(out - want)
-                                                / jnp.linalg.norm(want))
-        if args.sample_steps:
-            row["sample_full_s"] = full_sampling_seconds(model, params, args.sample_batch, N,
-                                                         args.sample_steps)
-        if args.skip_train:
-            print(json.dumps(row), flush=True)
-            return row
-        # one train step
-        process = process_from_config(cfg)
-        tx = training.make_optimizer(cfg.train, 1)
-        state = training.init_state(model, tx, jax.random.key(0), N)
-        B = args.train_batch
-        adj, mask = random_graphs(B, N)
-        adj = np.concatenate([adj, adj[:1] * 0])
-        mask = np.concatenate([mask, mask[:1] & False])
-        chunk = training.make_train_chunk(model, tx, process, make_mesh(jax.devices()[:1]),
-                                          jax.random.key(1))
-        idx = np.tile(np.arange(B, dtype=np.int32), (1, 1))
-        targs = (state, adj, mask, idx)
-        with open(os.path.join(args.out, f"train_step_{tag}.hlo.txt"), "w") as f:
-            f.write(chunk.lower(*targs).compile().as_text())
-        res = profile_fn(chunk, targs, args.calls, f"train_step_{tag}", args.out)
-        row["train_step_device_ms"] = sum(res["device_ms_per_call_by_line"].values())
+    cfg = core_config(dtype, args.hidden, args.blocks, options=options)
+    model = model_from_config(cfg)
+    tag = f"{dtype}{vtag}"
+    row = {"variant": tag, "options": options}
+    # one sampling step's network work
+    params = init_params(model, jax.random.key(0), N)
+    adj, mask = random_graphs(args.sample_batch, N, p=0.5)
+    t_index = jnp.full((args.sample_batch,), 16, jnp.int32)
+    level = jnp.full((args.sample_batch,), 0.25, jnp.float32)
+    fwd = jax.jit(lambda p, a, m, t, s: model.apply(p, a, m, t, s))
+    fargs = (params, jnp.asarray(adj), jnp.asarray(mask), t_index, level)
+    with open(os.path.join(args.out, f"sample_forward_{tag}.hlo.txt"), "w") as f:
+        f.write(fwd.lower(*fargs).compile().as_text())
+    res = profile_fn(fwd, fargs, args.calls, f"sample_forward_{tag}", args.out)
+    row["sample_forward_ms"] = sum(res["device_ms_per_call_by_line"].values())
+    ref_cfg = core_config("float32", args.hidden, args.blocks,
+                          options=[o for o in options if "pallas" not in o
+                                   and "fused" not in o])
+    ref = jax.jit(lambda p, a, m, t, s: model_from_config(ref_cfg).apply(p, a, m, t, s))
+    small = tuple(a[:64] if getattr(a, "ndim", 0) else a for a in fargs[1:])
+    out, want = fwd(params, *small), ref(params, *small)
+    row["rel_err_vs_f32_reference"] = float(jnp.linalg.norm(out - want)
+                                            / jnp.linalg.norm(want))
+    if args.sample_steps:
+        row["sample_full_s"] = full_sampling_seconds(model, params, args.sample_batch, N,
+                                                     args.sample_steps)
+    if args.skip_train:
         print(json.dumps(row), flush=True)
         return row
+    # one train step
+    process = process_from_config(cfg)
+    tx = training.make_optimizer(cfg.train, 1)
+    state = training.init_state(model, tx, jax.random.key(0), N)
+    B = args.train_batch
+    adj, mask = random_graphs(B, N)
+    adj = np.concatenate([adj, adj[:1] * 0])
+    mask = np.concatenate([mask, mask[:1] & False])
+    chunk = training.make_train_chunk(model, tx, process, make_mesh(jax.devices()[:1]),
+                                      jax.random.key(1))
+    idx = np.tile(np.arange(B, dtype=np.int32), (1, 1))
+    targs = (state, adj, mask, idx)
+    with open(os.path.join(args.out, f"train_step_{tag}.hlo.txt"), "w") as f:
+        f.write(chunk.lower(*targs).compile().as_text())
+    res = profile_fn(chunk, targs, args.calls, f"train_step_{tag}", args.out)
+    row["train_step_device_ms"] = sum(res["device_ms_per_call_by_line"].values())
+    print(json.dumps(row), flush=True)
+    return row
 
 
 if __name__ == "__main__":

@@ -262,9 +262,12 @@ def test_sampler_with_a_perfect_model_returns_the_graph():
         np.testing.assert_array_equal(chain[-1], out)
 
 
-def test_process_sampler_output_is_a_valid_adjacency():
+def small_edp_sampling_setup():
+    """A 1-layer EDP-GNN Gaussian model (random weights; it reads t_index, while PPGN's
+    sigma_t input is covered by the CLI test), its process, 6 graphs of mixed sizes
+    (0 to 10 nodes) and one key per graph."""
     cfg = gaussian_test_config()
-    cfg.model.name = "edp"  # reads t_index (PPGN, sigma_t, is covered by the CLI test)
+    cfg.model.name = "edp"
     cfg.model.edp.num_layers, cfg.model.edp.gin_steps = 1, 1
     model = model_from_config(cfg)
     params = init_params(model, jax.random.key(0), 10)
@@ -272,6 +275,11 @@ def test_process_sampler_output_is_a_valid_adjacency():
     counts = np.array([10, 4, 7, 1, 0, 2])
     mask = jnp.asarray(node_mask_from_counts(counts, 10))
     keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(6))
+    return model, params, process, counts, mask, keys
+
+
+def test_process_sampler_output_is_a_valid_adjacency():
+    model, params, process, counts, mask, keys = small_edp_sampling_setup()
     # None steps = all T levels; the chain is [B, K+1, N, N] with the output last.
     sampler = compiled_sampler(model, process.sampler(None, return_chain=True))
     adj, chain = sampler(params, keys, mask)
@@ -414,15 +422,7 @@ def test_langevin_with_an_exact_gaussian_score_reaches_the_target():
 
 
 def test_langevin_sampler_valid_adjacency_and_per_graph_keys():
-    cfg = gaussian_test_config()
-    cfg.model.name = "edp"
-    cfg.model.edp.num_layers, cfg.model.edp.gin_steps = 1, 1
-    model = model_from_config(cfg)
-    params = init_params(model, jax.random.key(0), 10)
-    process = gaussian.from_config(cfg)
-    counts = np.array([10, 4, 7, 1, 0, 2])
-    mask = jnp.asarray(node_mask_from_counts(counts, 10))
-    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(3), i))(jnp.arange(6))
+    model, params, process, counts, mask, keys = small_edp_sampling_setup()
     K = 2 * T + 3  # more updates than trained levels is fine for Langevin
     sampler = process.sampler(K, return_chain=True, sampler="langevin", num_levels=4)
     assert isinstance(sampler, gaussian.LangevinSampler) and sampler.info["sampler"] == "langevin"

@@ -22,6 +22,7 @@ tests); see ``pallas_launch``.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -109,6 +110,7 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
     return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
 
 
+@functools.lru_cache(maxsize=None)
 def _make(nodes_sq: int):
     @jax.custom_batching.custom_vmap
     def forward(x, prod, wx, wp, b, row_mask):
@@ -145,11 +147,6 @@ def _make(nodes_sq: int):
     return mix
 
 
-_CACHE: dict = {}
-
-
 def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     """``mix_with_stats_reference`` through the kernel (arguments and results as there)."""
-    if nodes_sq not in _CACHE:
-        _CACHE[nodes_sq] = _make(nodes_sq)
-    return _CACHE[nodes_sq](x, prod, wx, wp, b, row_mask)
+    return _make(nodes_sq)(x, prod, wx, wp, b, row_mask)
