@@ -1,40 +1,39 @@
-"""The paper's ablation "average MMD vs number of denoising steps" on Ego-small, with timing.
+"""The paper's ablation "average MMD vs number of denoising steps" on Ego-small, at the
+paper's own protocol (its Appendix, "Details for Figure 2"), with timing.
 
-    DDGJAX_DATA=.data python benchmarks/ablation_steps.py --out docs/results/ablation_steps \\
-        --epochs 1000 --seeds 4 --steps 8,16,32,48,64,128,256,512,1024 --samples 256
+    DDGJAX_DATA=.data python benchmarks/ablation_steps.py --out docs/results/ablation \\
+        --epochs 2500 --seeds 4 --steps 8,16,32,48,64,128,256,512,1024 --samples 256
 
-(about 7 minutes on one H200: ~15 ms per epoch of 160 graphs, ~7 s of compilation
-per model, ~2 s per (model, K) for sampling and evaluation; see docs/gaussian.md).
+Two trained models (``METHODS``), PPGN for both, ``--seeds`` training seeds each, all
+seeds of a model trained together by one jitted program (``training.train_seeds``),
+``--epochs`` epochs, **no model selection**: every curve samples the ``latest``
+checkpoint (the last epoch).
 
-For each method (PPGN L_simple, discrete; PPGN-Score, Gaussian) and each training
-seed, trains one model with ``ddgjax.training.train`` (T = 1024
-levels for both, so every step count <= 1024 is an even stride over trained
-levels), then for every step count K samples ``--samples`` graphs with
-``ddgjax.sampling.load_run`` / ``generate`` (the ``best`` checkpoint: lowest
-training loss, the paper's selection) and evaluates the three paper-protocol MMDs
-against the test split with ``ddgjax.metrics.compute_mmds``. Node counts of the
-samples come from the training split with ``--sample_seed``, the same for every
-K and model.
+* ``discrete``: PPGN L_simple trained in **continuous time** (``beta_bar ~ U(0, 1/2)``,
+  as the original code did), so every K is native.
+* ``gaussian``: our DDPM baseline (``ego_small,ppgn,score``: an eps-network on T = 1024
+  levels of a Gaussian process over the adjacency; docs/gaussian.md).
 
-Sampling time: after all sampling, in the same process, for every method and K
-the jitted sampler runs ``--time_repeats`` times on one batch of ``--samples``
-graphs (after a warm-up call); the median seconds / ``--samples`` is the time per
-graph. It uses the first seed's model, or freshly initialised parameters of the
-same model for a method merged from an earlier call (time does not depend on
-the weights), so both methods are always timed on the same device.
-``generate``'s own one-call measurement is also recorded for every run.
+Four curves (``CURVES``) sample those models: the discrete model with K uniform levels
+(``grid=uniform``: the paper's protocol) and with the Planar issue's grid (``power:3``,
+more steps at low noise); the Gaussian model with K strided DDPM steps, and with
+EDP-GNN-style annealed Langevin dynamics using the same eps-network as the score
+(``sampler=langevin``: 6 geometric noise levels, K updates in total). Neither Gaussian
+curve is the paper's separately trained score model; docs/gaussian.md.
 
-Two calls instead of one (more epochs per call): ``--methods discrete`` first,
-then ``--methods gaussian --merge`` with the first call's ``--out`` (its JSON)
-present in the repository.
+For every curve, seed and K: ``--samples`` graphs (node counts from the training split
+with ``--sample_seed``, the same for every point), the three paper-protocol MMDs against
+the test split (``compute_mmds``, on ``--eval_workers`` CPU processes while the GPU
+samples the next points).
 
-Writes into ``--out``: ``ablation_steps.json`` (everything, rewritten after each
-trained model so an interrupted run leaves what it had), ``ablation_steps.png``
-(mean ± std of the average MMD over seeds against K, log-x, both methods) and
-``ablation_steps.md`` (the tables). Trained runs live in ``--workdir``; rerunning
-with the same ``--workdir`` reuses finished models. Compiled programs are cached
-on disk (``--workdir``/jax_cache), so the sampler of a given K compiles once for
-all seeds.
+Timing (``--phase time``, or at the end of ``--phase all``): per curve and K, the jitted
+sampler on one batch of ``--samples`` graphs, ``--time_repeats`` calls after a warm-up,
+median seconds / ``--samples``; run it with the card to itself.
+
+Writes into ``--out``: ``ablation_steps.json`` (``meta``, per-run results, aggregates,
+the time-to-quality comparison; rewritten after every trained model), ``ablation_steps.png``
+(mean +- std over seeds of the average MMD against K) and ``ablation_steps.md``.
+Trained runs live in ``--workdir`` (reused when rerun, training resumes).
 """
 from __future__ import annotations
 
@@ -52,10 +51,23 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 METHODS = {
-    # name: (configs/paper.py spec, label)
-    "discrete": ("ego_small,ppgn,simple", "PPGN L_simple (discrete)"),
-    "gaussian": ("ego_small,ppgn,score", "PPGN-Score (Gaussian)"),
+    # trained model: (configs/paper.py spec, config overrides, label)
+    "discrete": ("ego_small,ppgn,simple",
+                 {"diffusion.continuous_time": True, "diffusion.train_grid": "uniform"},
+                 "PPGN L_simple, continuous time (discrete)"),
+    "gaussian": ("ego_small,ppgn,score", {}, "PPGN eps-net, DDPM on 1024 levels (Gaussian)"),
 }
+CURVES = {
+    # curve: (trained model, sampler options, label)
+    "discrete_uniform": ("discrete", {"grid": "uniform"},
+                         "discrete, K uniform levels (paper protocol)"),
+    "discrete_power3": ("discrete", {"grid": "power:3"},
+                        "discrete, power:3 grid (Planar issue's sampler)"),
+    "gaussian_ddpm": ("gaussian", {"eta": 1.0}, "Gaussian, DDPM (K strided of 1024 levels)"),
+    "gaussian_langevin": ("gaussian", {"sampler": "langevin"},
+                          "Gaussian, annealed Langevin (6 levels, K updates)"),
+}
+REFERENCE_CURVE = "discrete_uniform"
 STATS = ("degree", "clustering", "orbit", "avg")
 T0 = time.time()
 
@@ -69,62 +81,63 @@ def parse_args(argv=None):
     ap.add_argument("--out", required=True, help="output directory (JSON, PNG, markdown)")
     ap.add_argument("--workdir", default="/tmp/ddgjax_ablation_runs",
                     help="where the trained runs go (reused when rerun)")
-    ap.add_argument("--epochs", type=int, default=1000, help="training epochs per model")
-    ap.add_argument("--seeds", type=int, default=4, help="training seeds per method (0..S-1)")
+    ap.add_argument("--epochs", type=int, default=2500, help="training epochs per model")
+    ap.add_argument("--seeds", type=int, default=4, help="training seeds per model (0..S-1)")
     ap.add_argument("--steps", default="8,16,32,48,64,128,256,512,1024",
                     help="comma-separated numbers of denoising steps")
-    ap.add_argument("--samples", type=int, default=256, help="graphs sampled per step count")
+    ap.add_argument("--samples", type=int, default=256, help="graphs sampled per point")
     ap.add_argument("--timesteps", type=int, default=1024,
-                    help="trained levels T of both methods (>= the largest step count)")
-    ap.add_argument("--methods", default="discrete,gaussian")
+                    help="trained levels T of the Gaussian model (>= the largest step count); "
+                         "the discrete model's nominal T (it trains in continuous time)")
+    ap.add_argument("--curves", default=",".join(CURVES))
+    ap.add_argument("--phase", default="all", choices=["all", "train_sample", "time"],
+                    help="time: only the timing, from the trained runs and the JSON in --out")
     ap.add_argument("--data", default="", help="Ego-small graph list (default: the config's)")
     ap.add_argument("--batch_size", type=int, default=64, help="training batch size")
     ap.add_argument("--sample_seed", type=int, default=0)
     ap.add_argument("--time_repeats", type=int, default=3)
+    ap.add_argument("--eval_workers", type=int, default=max(1, (os.cpu_count() or 2) - 2),
+                    help="CPU processes computing the MMDs")
     ap.add_argument("--tolerance", type=float, default=0.0,
-                    help="a method 'reaches' the discrete best quality at the first K whose "
-                         "mean avg MMD <= (1 + tolerance) * that best")
+                    help="a curve 'reaches' the reference curve's best quality at the first K "
+                         "whose mean avg MMD <= (1 + tolerance) * that best")
     ap.add_argument("--compute_dtype", default="float32")
-    ap.add_argument("--gaussian_eta", type=float, default=1.0,
-                    help="Gaussian sampler: 1 = ancestral DDPM steps (default), 0 = DDIM")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the runs of methods not trained now from an earlier "
-                         "ablation_steps.json in --out (to split the work over two calls)")
     return ap.parse_args(argv)
 
 
-def make_config(method: str, args, seed: int):
+def make_config(method: str, args):
     from configs import paper
 
-    cfg = paper.get_config(METHODS[method][0])
+    spec, overrides, _ = METHODS[method]
+    cfg = paper.get_config(spec)
     if args.data:
         cfg.data.source = args.data
     cfg.diffusion.num_timesteps = args.timesteps
+    for key, value in overrides.items():
+        section, name = key.split(".")
+        cfg[section][name] = value
     cfg.train.num_epochs = args.epochs
-    cfg.train.seed = seed
     cfg.train.batch_size = args.batch_size
-    cfg.train.checkpoint_every_epochs = max(1, args.epochs // 5)
-    cfg.train.log_every_epochs = max(1, args.epochs // 20)
+    cfg.train.checkpoint_every_epochs = max(1, args.epochs // 2)
+    cfg.train.log_every_epochs = max(1, args.epochs // 10)
     cfg.model.compute_dtype = args.compute_dtype
-    # Every config has the Gaussian process's keys; only that process reads them.
-    cfg.diffusion.gaussian.eta = args.gaussian_eta
     return cfg
 
 
-def build_sampler(run, num_steps: int):
-    """The same jitted sampler ``ddgjax.sampling.generate`` builds for this run: the
-    run's process's ``num_steps``-step sampler with its default options."""
+def build_sampler(run, num_steps: int, options: dict):
+    """The jitted sampler ``ddgjax.sampling.generate`` builds for this run and options."""
     from ddgjax import sampling
 
-    return sampling.compiled_sampler(run.model, run.process.sampler(num_steps))
+    return sampling.compiled_sampler(run.model, run.process.sampler(num_steps, **options))
 
 
-def time_sampler(run, num_steps: int, num: int, seed: int, repeats: int) -> float:
+def time_sampler(run, num_steps: int, options: dict, num: int, seed: int,
+                 repeats: int) -> float:
     """Median seconds of one call sampling ``num`` graphs (one batch, compiled, warmed up)."""
     from ddgjax.data import sample_node_counts
     from ddgjax.graphs import node_mask_from_counts
 
-    sampler = build_sampler(run, num_steps)
+    sampler = build_sampler(run, num_steps, options)
     counts = sample_node_counts(run.node_counts, num, seed)
     mask = jnp.asarray(node_mask_from_counts(counts, run.max_nodes))
     root = jax.random.key(seed)
@@ -138,27 +151,6 @@ def time_sampler(run, num_steps: int, num: int, seed: int, repeats: int) -> floa
     return float(np.median(times))
 
 
-def timing_run(method: str, args, workdir: str, dataset):
-    """The first seed's trained run of ``method`` if it is in ``workdir``, else the same
-    model with freshly initialised parameters (sampling time does not depend on the
-    weights), so that both methods are always timed in the same process and device."""
-    from ddgjax import checkpoints
-    from ddgjax.data import max_num_nodes, node_count_distribution
-    from ddgjax.models import init_params, model_from_config
-    from ddgjax.processes import process_from_config
-    from ddgjax.sampling import Run, load_run
-
-    wd = os.path.join(workdir, f"{method}_seed0")
-    if os.path.isdir(wd) and checkpoints.latest_step(wd, "best") is not None:
-        return load_run(wd, "best"), "trained"
-    cfg = make_config(method, args, 0)
-    model = model_from_config(cfg)
-    n = max_num_nodes(dataset.train + dataset.test + dataset.val)
-    params = init_params(model, jax.random.key(0), n)
-    return Run(cfg, model, process_from_config(cfg), params, n,
-               node_count_distribution(dataset.train), {}), "initialised"
-
-
 def reach(mean_by_k: dict, target: float, tol: float):
     """First K (ascending) whose mean is <= (1 + tol) * target, or None."""
     for k in sorted(mean_by_k):
@@ -168,51 +160,45 @@ def reach(mean_by_k: dict, target: float, tol: float):
 
 
 def summarise(results: dict, timing: dict, steps: list[int], tol: float) -> dict:
-    """Mean / std over seeds per (method, K) and the time-to-quality comparison."""
+    """Mean / std over seeds per (curve, K) and the time-to-quality comparison against the
+    best K of ``REFERENCE_CURVE``."""
     agg = {}
-    for method, runs in results.items():
-        if not runs:
-            continue
-        agg[method] = {}
+    for curve, runs in results.items():
+        agg[curve] = {}
         for k in steps:
             rows = [r["by_steps"][str(k)] for r in runs if str(k) in r["by_steps"]]
-            if not rows:
-                continue
-            agg[method][k] = {s: {"mean": float(np.mean([r[s] for r in rows])),
-                                  "std": float(np.std([r[s] for r in rows])),
-                                  "n": len(rows)} for s in STATS}
-    out = {"aggregate": {m: {str(k): v for k, v in a.items()} for m, a in agg.items()}}
-    if "discrete" in agg and agg["discrete"]:
-        means = {m: {k: v["avg"]["mean"] for k, v in a.items()} for m, a in agg.items()}
-        best_k = min(means["discrete"], key=lambda k: means["discrete"][k])
-        target = means["discrete"][best_k]
-        cmp = {"discrete_best_avg_mmd": target, "discrete_best_steps": best_k,
-               "tolerance": tol, "methods": {}}
-        for m in agg:
-            k = reach(means[m], target, tol)
-            t_m = timing.get(m, {})
-            entry = {"steps_to_reach": k, "reached": k is not None,
-                     "best_avg_mmd": min(means[m].values()),
-                     "best_steps": min(means[m], key=lambda kk: means[m][kk])}
-            if k is not None and str(k) in t_m:
-                entry["seconds_per_graph"] = t_m[str(k)]
-            elif k is None and t_m:
-                kmax = max(int(x) for x in t_m)
-                entry["seconds_per_graph_at_max_steps"] = t_m[str(kmax)]
-                entry["max_steps"] = kmax
-            cmp["methods"][m] = entry
-        d = cmp["methods"].get("discrete", {})
-        g = cmp["methods"].get("gaussian", {})
-        if "seconds_per_graph" in d and g:
-            if "seconds_per_graph" in g:
-                cmp["time_ratio_gaussian_over_discrete"] = g["seconds_per_graph"] / d[
-                    "seconds_per_graph"]
-                cmp["time_ratio_is_lower_bound"] = False
-            elif "seconds_per_graph_at_max_steps" in g:
-                cmp["time_ratio_gaussian_over_discrete"] = (
-                    g["seconds_per_graph_at_max_steps"] / d["seconds_per_graph"])
-                cmp["time_ratio_is_lower_bound"] = True
-        out["time_to_quality"] = cmp
+            if rows:
+                agg[curve][k] = {s: {"mean": float(np.mean([r[s] for r in rows])),
+                                     "std": float(np.std([r[s] for r in rows])),
+                                     "n": len(rows)} for s in STATS}
+    agg = {c: a for c, a in agg.items() if a}
+    out = {"aggregate": {c: {str(k): v for k, v in a.items()} for c, a in agg.items()}}
+    if REFERENCE_CURVE not in agg:
+        return out
+    means = {c: {k: v["avg"]["mean"] for k, v in a.items()} for c, a in agg.items()}
+    best_k = min(means[REFERENCE_CURVE], key=lambda k: means[REFERENCE_CURVE][k])
+    target = means[REFERENCE_CURVE][best_k]
+    cmp = {"reference_curve": REFERENCE_CURVE, "reference_best_avg_mmd": target,
+           "reference_best_steps": best_k, "tolerance": tol, "curves": {}}
+    ref_time = timing.get(REFERENCE_CURVE, {}).get(str(best_k))
+    for c in agg:
+        k = reach(means[c], target, tol)
+        t_c = timing.get(c, {})
+        entry = {"steps_to_reach": k, "reached": k is not None,
+                 "best_avg_mmd": min(means[c].values()),
+                 "best_steps": min(means[c], key=lambda kk: means[c][kk])}
+        entry["seconds_per_graph_at_best"] = t_c.get(str(entry["best_steps"]))
+        if k is not None and str(k) in t_c:
+            entry["seconds_per_graph_to_reach"] = t_c[str(k)]
+            if ref_time:
+                entry["time_ratio_to_reference"] = t_c[str(k)] / ref_time
+        elif k is None and t_c:
+            kmax = max(int(x) for x in t_c)
+            entry["seconds_per_graph_at_max_steps"] = t_c[str(kmax)]
+            if ref_time:
+                entry["time_ratio_to_reference_lower_bound"] = t_c[str(kmax)] / ref_time
+        cmp["curves"][c] = entry
+    out["time_to_quality"] = cmp
     return out
 
 
@@ -223,26 +209,27 @@ def plot(path: str, summary: dict, steps: list[int], num_seeds: int, samples: in
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    colours = {"discrete": "#1f5fa8", "gaussian": "#c0392b"}
-    for method, agg in summary["aggregate"].items():
+    fig, ax = plt.subplots(figsize=(7.0, 4.4))
+    style = {"discrete_uniform": ("#1f5fa8", "o-"), "discrete_power3": ("#3aa0d8", "s--"),
+             "gaussian_ddpm": ("#c0392b", "o-"), "gaussian_langevin": ("#e67e22", "^--")}
+    for curve, agg in summary["aggregate"].items():
         ks = sorted(int(k) for k in agg)
         mean = np.array([agg[str(k)]["avg"]["mean"] for k in ks])
         std = np.array([agg[str(k)]["avg"]["std"] for k in ks])
-        c = colours.get(method)
-        ax.plot(ks, mean, "o-", color=c, label=METHODS[method][1], lw=1.6, ms=4)
-        ax.fill_between(ks, np.maximum(mean - std, 1e-6), mean + std, color=c, alpha=0.2, lw=0)
+        c, fmt = style.get(curve, (None, "o-"))
+        ax.plot(ks, mean, fmt, color=c, label=CURVES[curve][2], lw=1.6, ms=4)
+        ax.fill_between(ks, np.maximum(mean - std, 1e-6), mean + std, color=c, alpha=0.15, lw=0)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(steps)
     ax.set_xticklabels([str(k) for k in steps])
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xlabel("denoising steps")
+    ax.set_xlabel("denoising steps K")
     ax.set_ylabel("average MMD (degree, clustering, orbit)")
-    ax.set_title(f"Ego-small: mean ± std over {num_seeds} training seeds, {samples} samples",
-                 fontsize=9)
+    ax.set_title(f"Ego-small, PPGN, last checkpoint: mean ± std over {num_seeds} training "
+                 f"seeds, {samples} samples", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
@@ -251,106 +238,134 @@ def plot(path: str, summary: dict, steps: list[int], num_seeds: int, samples: in
 def markdown(summary: dict, timing: dict, steps: list[int], meta: dict) -> str:
     lines = ["# Ego-small: average MMD and sampling time vs denoising steps", "",
              f"Device: {meta['device']}; JAX {meta['jax']}; {meta['epochs']} epochs, "
-             f"{meta['seeds']} seeds, {meta['samples']} samples per point, T = "
-             f"{meta['timesteps']} trained levels. Command: `{meta['command']}`", "",
-             *[f"Merged from an earlier call: {m} ({v['epochs']} epochs, {v['device']}; "
-               f"`{v['command']}`)." for m, v in meta.get("merged", {}).items()]]
+             f"{meta['seeds']} training seeds per model, the last checkpoint, "
+             f"{meta['samples']} samples per point. Command: `{meta['command']}`", "",
+             *[f"- `{m}`: {METHODS[m][2]}" for m in METHODS], ""]
+    if meta.get("timing"):
+        lines += [f"Timing: {meta['timing']['device']}, `{meta['timing']['command']}` "
+                  "(parameters: " + ", ".join(f"{c} {v}" for c, v in meta["timing"].items()
+                                              if c in CURVES) + ")", ""]
 
     def step_table(title, columns, cell):
-        """A markdown table: one row per step count, one column per method."""
-        rows = ["", title, "", "| steps | " + " | ".join(METHODS[m][1] for m in columns) + " |",
+        rows = ["", title, "", "| K | " + " | ".join(CURVES[c][2] for c in columns) + " |",
                 "|---|" + "---|" * len(columns)]
         for k in steps:
-            rows.append(f"| {k} | " + " | ".join(cell(m, str(k)) for m in columns) + " |")
+            rows.append(f"| {k} | " + " | ".join(cell(c, str(k)) for c in columns) + " |")
         return rows
 
     agg = summary["aggregate"]
     lines += step_table(
-        "## Average MMD (paper protocol), mean ± std over seeds", agg,
-        lambda m, k: (f"{agg[m][k]['avg']['mean']:.4f} ± {agg[m][k]['avg']['std']:.4f}"
-                      if k in agg[m] else ""))
+        "## Average MMD (paper protocol), mean ± std over training seeds", agg,
+        lambda c, k: (f"{agg[c][k]['avg']['mean']:.4f} ± {agg[c][k]['avg']['std']:.4f}"
+                      if k in agg[c] else ""))
     lines += step_table(
         "## Per statistic (mean over seeds): degree / clustering / orbit", agg,
-        lambda m, k: (" / ".join(f"{agg[m][k][s]['mean']:.4f}" for s in STATS[:3])
-                      if k in agg[m] else ""))
-    lines += step_table(
-        f"## Sampling time per graph (ms; batches of {meta['samples']} graphs, "
-        "median of repeated calls)", timing,
-        lambda m, k: f"{1e3 * timing[m][k]:.3f}" if k in timing[m] else "")
+        lambda c, k: (" / ".join(f"{agg[c][k][s]['mean']:.4f}" for s in STATS[:3])
+                      if k in agg[c] else ""))
+    if timing:
+        lines += step_table(
+            f"## Sampling time per graph (ms; batches of {meta['samples']} graphs, median "
+            "of repeated calls)", timing,
+            lambda c, k: f"{1e3 * timing[c][k]:.3f}" if k in timing[c] else "")
     ttq = summary.get("time_to_quality")
     if ttq:
-        lines += ["", "## Time to reach the discrete model's best quality", "",
-                  f"Discrete best mean average MMD: {ttq['discrete_best_avg_mmd']:.4f} at "
-                  f"{ttq['discrete_best_steps']} steps (reached = first K with mean <= "
-                  f"(1 + {ttq['tolerance']}) x that).", ""]
-        for m, e in ttq["methods"].items():
+        lines += ["", "## Time to reach the reference curve's best quality", "",
+                  f"Reference: {CURVES[ttq['reference_curve']][2]}, best mean average MMD "
+                  f"{ttq['reference_best_avg_mmd']:.4f} at K = {ttq['reference_best_steps']} "
+                  f"(reached: the first K with mean <= (1 + {ttq['tolerance']}) x that).", ""]
+        for c, e in ttq["curves"].items():
             if e["reached"]:
-                t = e.get("seconds_per_graph")
-                lines.append(f"- {METHODS[m][1]}: reaches it at {e['steps_to_reach']} steps, "
-                             + (f"{1e3 * t:.3f} ms per graph." if t is not None else ""))
+                t = e.get("seconds_per_graph_to_reach")
+                r = e.get("time_ratio_to_reference")
+                lines.append(f"- {CURVES[c][2]}: reaches it at K = {e['steps_to_reach']}"
+                             + (f", {1e3 * t:.3f} ms per graph" if t else "")
+                             + (f" ({r:.1f}x the reference's time)" if r else "") + ".")
             else:
-                lines.append(f"- {METHODS[m][1]}: does not reach it within the tested steps "
-                             f"(its best: {e['best_avg_mmd']:.4f} at {e['best_steps']} steps).")
-        if "time_ratio_gaussian_over_discrete" in ttq:
-            r = ttq["time_ratio_gaussian_over_discrete"]
-            lines.append("")
-            lines.append(f"Time ratio Gaussian / discrete: {'>= ' if ttq['time_ratio_is_lower_bound'] else ''}"
-                         f"{r:.1f}x" + (" (lower bound: the Gaussian model never reaches the "
-                                          "target; its time at the largest K is used)"
-                                          if ttq["time_ratio_is_lower_bound"] else ""))
+                r = e.get("time_ratio_to_reference_lower_bound")
+                lines.append(f"- {CURVES[c][2]}: does not reach it (its best: "
+                             f"{e['best_avg_mmd']:.4f} at K = {e['best_steps']})"
+                             + (f"; at the largest K it already takes {r:.1f}x the "
+                                "reference's time" if r else "") + ".")
     return "\n".join(lines) + "\n"
+
+
+def _mmd_job(reference, graphs):
+    from ddgjax.metrics import compute_mmds
+
+    return {s: float(v) for s, v in compute_mmds(reference, graphs, protocol="paper").items()}
 
 
 def main(argv=None):
     args = parse_args(argv)
     steps = sorted({int(s) for s in args.steps.split(",") if s.strip()})
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    for m in methods:
-        if m not in METHODS:
-            raise SystemExit(f"error: unknown method {m!r}; expected {list(METHODS)}")
+    curves = [c.strip() for c in args.curves.split(",") if c.strip()]
+    for c in curves:
+        if c not in CURVES:
+            raise SystemExit(f"error: unknown curve {c!r}; expected some of {list(CURVES)}")
     if steps[-1] > args.timesteps:
         raise SystemExit(f"error: --steps up to {steps[-1]} needs --timesteps >= {steps[-1]}")
+    methods = [m for m in METHODS if any(CURVES[c][0] == m for c in curves)]
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.workdir, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", os.path.join(args.workdir, "jax_cache"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
     from ddgjax.data import load_dataset
-    from ddgjax.metrics import compute_mmds
     from ddgjax.sampling import generate, load_run
-    from ddgjax.training import train
+    from ddgjax.training import seed_workdir, train_seeds
 
-    cfg0 = make_config(methods[0], args, 0)
+    cfg0 = make_config(methods[0], args)
     ds = load_dataset(cfg0.data.source, seed=cfg0.data.seed)
     reference = ds.test
     dev = jax.devices()[0]
-    meta = {"device": f"{dev.platform}:{getattr(dev, 'device_kind', '')}",
-            "num_devices": jax.device_count(), "jax": jax.__version__,
-            "python": platform.python_version(), "data": cfg0.data.source,
-            "num_reference": len(reference), "num_train": len(ds.train),
-            "epochs": args.epochs, "seeds": args.seeds, "samples": args.samples,
-            "timesteps": args.timesteps, "steps": steps, "methods": methods,
-            "command": "python " + " ".join([os.path.relpath(__file__)] + sys.argv[1:]),
-            "args": vars(args)}
-    log(f"{meta['device']}, reference: {len(reference)} test graphs of {cfg0.data.source}")
-    results: dict = {m: [] for m in methods}
-    timing: dict = {}
+    device = f"{dev.platform}:{getattr(dev, 'device_kind', '')}"
+    command = "python " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
     json_path = os.path.join(args.out, "ablation_steps.json")
-    if args.merge and os.path.exists(json_path):
+    seeds = list(range(args.seeds))
+
+    def run_of(method, seed):
+        return load_run(seed_workdir(os.path.join(args.workdir, method), seed), "latest")
+
+    def timing_run(method):
+        """Seed 0's trained run, or (not in --workdir, e.g. timed on another machine than
+        it trained on) the same model freshly initialised: time does not depend on the
+        weights."""
+        from ddgjax import checkpoints
+        from ddgjax.data import max_num_nodes, node_count_distribution
+        from ddgjax.models import init_params, model_from_config
+        from ddgjax.processes import process_from_config
+        from ddgjax.sampling import Run
+
+        wd = seed_workdir(os.path.join(args.workdir, method), 0)
+        if os.path.isdir(wd) and checkpoints.latest_step(wd, "latest") is not None:
+            return load_run(wd, "latest"), "trained"
+        cfg = make_config(method, args)
+        model = model_from_config(cfg)
+        n = max_num_nodes(ds.train + ds.test + ds.val)
+        params = init_params(model, jax.random.key(0), n)
+        return Run(cfg, model, process_from_config(cfg), params, n,
+                   node_count_distribution(ds.train), {}), "initialised"
+
+    if args.phase == "time":
         with open(json_path) as f:
-            old = json.load(f)
-        for m, runs in old.get("runs", {}).items():
-            if m not in methods and runs:
-                results[m] = runs
-                meta.setdefault("merged", {})[m] = {
-                    k: old["meta"].get(k) for k in ("device", "epochs", "samples", "timesteps",
-                                                   "steps", "command")}
-                log(f"merged {len(runs)} earlier {m} runs from {json_path} "
-                    f"({old['meta'].get('epochs')} epochs)")
+            saved = json.load(f)
+        meta, results = saved["meta"], saved["runs"]
+        timing = saved.get("timing_seconds_per_graph", {})
+    else:
+        meta = {"device": device, "num_devices": jax.device_count(), "jax": jax.__version__,
+                "python": platform.python_version(), "data": cfg0.data.source,
+                "num_reference": len(reference), "num_train": len(ds.train),
+                "epochs": args.epochs, "seeds": args.seeds, "samples": args.samples,
+                "checkpoint": "latest (no model selection)", "steps": steps,
+                "curves": {c: {"model": CURVES[c][0], "options": CURVES[c][1],
+                               "label": CURVES[c][2]} for c in curves},
+                "models": {m: {"spec": METHODS[m][0], "overrides": METHODS[m][1],
+                               "label": METHODS[m][2], "num_timesteps": args.timesteps}
+                           for m in methods},
+                "command": command, "args": vars(args), "train": {}}
+        results, timing = {c: [] for c in curves}, {}
 
     def write():
-        nonlocal results
-        results = {m: results[m] for m in METHODS if m in results}
         summary = summarise(results, timing, steps, args.tolerance)
         tmp = json_path + ".part"
         with open(tmp, "w") as f:
@@ -359,52 +374,66 @@ def main(argv=None):
         os.replace(tmp, json_path)
         return summary
 
-    for method in methods:
-        for seed in range(args.seeds):
-            cfg = make_config(method, args, seed)
-            wd = os.path.join(args.workdir, f"{method}_seed{seed}")
-            t0 = time.time()
-            tr = train(cfg, wd, verbose=False)
-            log(f"{method} seed {seed}: trained {tr['epochs']} epochs in {time.time() - t0:.1f} s "
-                f"(first call {tr['first_call_seconds'] or 0:.1f} s), best loss "
-                f"{tr['best_loss']:.5f}")
-            run = load_run(wd, "best")
-            entry = {"seed": seed, "workdir": wd, "train": tr,
-                     "checkpoint_epoch": run.meta.get("epoch"), "by_steps": {}}
-            for k in steps:
-                t0 = time.time()
-                res = generate(run, args.samples, seed=args.sample_seed,
-                               batch_size=args.samples, num_steps=k)
-                t_gen = time.time() - t0
-                t0 = time.time()
-                mmd = compute_mmds(reference, res["graphs"], protocol="paper")
-                t_eval = time.time() - t0
-                row = {s: float(mmd[s]) for s in STATS}
-                row.update(generate_seconds_per_graph=1.0 / res["graphs_per_second"],
-                           compile_seconds=res["compile_seconds"],
-                           mean_edges=float(np.mean([g.number_of_edges() for g in res["graphs"]])))
-                entry["by_steps"][str(k)] = row
-                log(f"  {method} seed {seed} K={k:5d}: avg {row['avg']:.4f} (deg "
-                    f"{row['degree']:.4f} clus {row['clustering']:.4f} orb {row['orbit']:.4f}), "
-                    f"edges {row['mean_edges']:.1f}, {1e3 * row['generate_seconds_per_graph']:.3f}"
-                    f" ms/graph; sample {t_gen:.1f} s, eval {t_eval:.1f} s")
-            results[method].append(entry)
-            write()
+    if args.phase != "time":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    results = {m: results[m] for m in METHODS if m in results}
-    # Timing: every method of the results, in this process on this device (see timing_run).
-    if args.time_repeats > 0:
-        for method in results:
-            run, origin = timing_run(method, args, args.workdir, ds)
-            timing[method] = {}
-            meta.setdefault("timing_params", {})[method] = origin
+        log(f"{device}, reference: {len(reference)} test graphs of {cfg0.data.source}")
+        pool = ProcessPoolExecutor(args.eval_workers,
+                                   mp_context=multiprocessing.get_context("spawn"))
+        for method in methods:
+            cfg = make_config(method, args)
+            t0 = time.time()
+            tr = train_seeds(cfg, os.path.join(args.workdir, method), seeds, verbose=False)
+            meta["train"][method] = {"seconds": time.time() - t0,
+                                     **{k: v for k, v in tr.items() if k != "runs"},
+                                     "runs": [{k: r.get(k) for k in ("epochs", "best_loss",
+                                                                     "final_loss")}
+                                              for r in tr["runs"]]}
+            log(f"{method}: {len(seeds)} seeds x {args.epochs} epochs trained together in "
+                f"{time.time() - t0:.1f} s")
+            for seed in seeds:
+                run = run_of(method, seed)
+                for curve in (c for c in curves if CURVES[c][0] == method):
+                    entry = {"seed": seed, "checkpoint_epoch": run.meta.get("epoch"),
+                             "by_steps": {}}
+                    jobs = {}
+                    for k in steps:
+                        t0 = time.time()
+                        res = generate(run, args.samples, seed=args.sample_seed,
+                                       batch_size=args.samples, num_steps=k,
+                                       **CURVES[curve][1])
+                        jobs[k] = (pool.submit(_mmd_job, reference, res["graphs"]), {
+                            "generate_seconds_per_graph": 1.0 / res["graphs_per_second"],
+                            "compile_seconds": res["compile_seconds"],
+                            "mean_edges": float(np.mean([g.number_of_edges()
+                                                         for g in res["graphs"]]))})
+                        log(f"  {curve} seed {seed} K={k:5d}: sampled in {time.time() - t0:.1f}"
+                            f" s, edges {jobs[k][1]['mean_edges']:.1f}")
+                    for k, (fut, row) in jobs.items():
+                        row.update(fut.result())
+                        entry["by_steps"][str(k)] = row
+                        log(f"  {curve} seed {seed} K={k:5d}: avg {row['avg']:.4f} (deg "
+                            f"{row['degree']:.4f} clus {row['clustering']:.4f} orb "
+                            f"{row['orbit']:.4f})")
+                    results[curve].append(entry)
+                    write()
+        pool.shutdown()
+    if args.phase in ("all", "time") and args.time_repeats > 0:
+        meta["timing"] = {"device": device, "command": command}
+        for curve in results:
+            run, origin = timing_run(CURVES[curve][0])
+            meta["timing"][curve] = origin
+            timing[curve] = {}
             for k in steps:
-                sec = time_sampler(run, k, args.samples, args.sample_seed, args.time_repeats)
-                timing[method][str(k)] = sec / args.samples
-                log(f"  time {method} K={k:5d}: {1e3 * sec / args.samples:.4f} ms/graph "
-                    f"({args.samples} graphs in {sec:.3f} s, {origin} parameters)")
+                sec = time_sampler(run, k, CURVES[curve][1], args.samples, args.sample_seed,
+                                   args.time_repeats)
+                timing[curve][str(k)] = sec / args.samples
+                log(f"  time {curve} K={k:5d}: {1e3 * sec / args.samples:.4f} ms/graph")
+            write()
     summary = write()
-    plot(os.path.join(args.out, "ablation_steps.png"), summary, steps, args.seeds, args.samples)
+    plot(os.path.join(args.out, "ablation_steps.png"), summary, steps, len(seeds) if
+         args.phase != "time" else meta["seeds"], meta["samples"])
     md = markdown(summary, timing, steps, meta)
     with open(os.path.join(args.out, "ablation_steps.md"), "w") as f:
         f.write(md)
