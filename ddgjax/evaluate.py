@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "my_graphs.json:test")
     p.add_argument("--generated", metavar="PATH[:SPLIT]",
                    help="generated graphs (JSON graph list); required unless --nll")
-    p.add_argument("--protocol", choices=("paper", "spectre"), default="paper",
+    p.add_argument("--protocol", choices=("paper", "spectre", "spectre_emd"), default="paper",
                    help="paper: EMD/L2 kernels, generated graphs stripped of isolated nodes; "
                         "spectre: TV kernels plus spectral MMD, nothing stripped")
     p.add_argument("--validity", choices=("planar", "sbm"), default=None,

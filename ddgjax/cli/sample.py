@@ -63,7 +63,7 @@ def define_flags(fv) -> None:
                       "fastest sampler with --compute_dtype bfloat16).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
-    flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "none"],
+    flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "spectre_emd", "none"],
                       "MMD protocol against the test split ('none' to skip).", flag_values=fv)
     flags.DEFINE_integer("chain_png", 0, "Also draw the reverse chain of this many graphs "
                          "(chain.png: A_T ... A_0 at 8 levels).", lower_bound=0, flag_values=fv)
