@@ -9,6 +9,10 @@
 #   * issue 15 on the round-10 Planar-60 model (.devdata/models): test NLL + completion;
 #   * the 9 small paper-table models (reproduce_tables.py --phase train), then their NLL.
 # Timings in this call are taken with the GPU shared; clean timings come later.
+# As run, it ran into the 600 s limit: background jobs of a non-interactive shell ignore
+# SIGINT, so `kill -INT` did not stop the SBM run and nothing after it ran (the SBM
+# checkpoints, Comm-20 samples and table NLLs were lost; the ablation JSON came back).
+# round11_call2.sh stops runs with SIGTERM instead.
 # Usage: bash benchmarks/round11_call1.sh OUT
 # (CPU smoke test: tiny settings through TRAIN_EXTRA, ABL_EXTRA, P60_EXTRA, TAB_EXTRA, NLL_EXTRA.)
 set -uo pipefail

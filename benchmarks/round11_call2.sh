@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Round 11, GPU call 2 (issues 13, 15), in parallel on one GPU:
-#   * SPECTRE SBM: configs/best.py:spectre_sbm resumes from .devdata/sbm_r11/sbm_best
-#     (the previous call's workdir) until SIGINT at $SBM_SECONDS; comes back in parts;
-#   * the three Planar-60 models of the paper's table (configs/paper.py, 2500 epochs),
-#     each stopped at $P60_SECONDS if not done, then their test NLL (best checkpoint, the
-#     paper's selection; the epochs reached are in their metrics.jsonl).
+#   * SPECTRE SBM: configs/best.py:spectre_sbm, from .devdata/sbm_r11/sbm_best when that
+#     holds a previous call's workdir, stopped with SIGTERM at $SBM_SECONDS (the CLI
+#     turns it into an interrupt: checkpoints stay complete); comes back in 15 MiB parts;
+#   * SPECTRE Community-20 (unless COMM20=0): configs/best.py:spectre_comm20 to the end,
+#     then 5 sampling seeds x 20 graphs from best_val (selected on the validation split)
+#     and from latest, MMDs with the spectre_emd and spectre protocols;
+#   * $TABLES (default: the 9 small models of the paper's tables): train, then test NLL.
+# Stops everything by $HARD_SECONDS after the start (the call's limit is 600 s).
 # Usage: bash benchmarks/round11_call2.sh OUT
 set -uo pipefail
 OUT=$1
@@ -13,37 +16,50 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 mkdir -p "$OUT/res" "$RUNS/tables"
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
 T0=$(date +%s)
-cp -r .devdata/sbm_r11/sbm_best $RUNS/
+elapsed() { echo $(( $(date +%s) - T0 )); }
+stop_at() {  # stop_at SECONDS PID...: SIGTERM each PID still running at SECONDS, wait 40 s
+  local limit=$1; shift
+  for p in "$@"; do
+    while kill -0 $p 2>/dev/null && [ $(elapsed) -lt "$limit" ]; do sleep 2; done
+    kill -TERM $p 2>/dev/null
+    for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; sleep 1; done
+    kill -KILL $p 2>/dev/null; wait $p 2>/dev/null
+  done
+}
+[ -d .devdata/sbm_r11/sbm_best ] && cp -r .devdata/sbm_r11/sbm_best $RUNS/
 python train.py --config configs/best.py:spectre_sbm --workdir $RUNS/sbm_best --quiet ${TRAIN_EXTRA:-} \
   > "$OUT/res/sbm_train.log" 2>&1 &
 SBM=$!
-P=""
-for m in ppgn,simple ppgn,vb edp,simple; do
-  name=planar_60_${m/,/_}
-  python train.py --config "configs/paper.py:planar_60,$m" --workdir $RUNS/tables/$name --quiet \
-    ${P60_EXTRA:-} > "$OUT/res/train_$name.log" 2>&1 &
-  P="$P $!"
-done
-stop_at() {  # stop_at SECONDS PID...: SIGINT each PID still running at SECONDS
-  local limit=$1; shift
-  for p in "$@"; do
-    while kill -0 $p 2>/dev/null && [ $(( $(date +%s) - T0 )) -lt "$limit" ]; do sleep 3; done
-    kill -INT $p 2>/dev/null; wait $p
-  done
-}
-stop_at "${P60_SECONDS:-430}" $P
-echo "planar table runs ended at $(( $(date +%s) - T0 )) s" >> "$OUT/res/times.txt"
-args=""; for m in ppgn_simple ppgn_vb edp_simple; do
-  args="$args --nll_workdir planar_60_$m=$RUNS/tables/planar_60_$m"; done
-python benchmarks/completion_nll.py $args --checkpoint best ${NLL_EXTRA:-} \
-  --out "$OUT/res/nll_tables_planar60" > "$OUT/res/nll_tables_planar60.log" 2>&1 &
-NLL=$!
-stop_at "${SBM_SECONDS:-530}" $SBM
-echo "sbm stopped at $(( $(date +%s) - T0 )) s" >> "$OUT/res/times.txt"
-stop_at "${HARD_SECONDS:-550}" $NLL
-for m in ppgn_simple ppgn_vb edp_simple; do
-  cp $RUNS/tables/planar_60_$m/metrics.jsonl "$OUT/res/metrics_planar_60_$m.jsonl" 2>/dev/null; done
+COMM=""
+if [ "${COMM20:-1}" = 1 ]; then
+( python train.py --config configs/best.py:spectre_comm20 --workdir $RUNS/comm20_best --quiet \
+    ${TRAIN_EXTRA:-} > "$OUT/res/comm20_train.log" 2>&1
+  for ck in best_val latest; do for proto in spectre_emd spectre; do
+    python benchmarks/vun_eval.py --workdir $RUNS/comm20_best --checkpoint $ck --ema \
+      --validity none --protocol $proto --seeds 5 --num_samples 20 ${VUN_EXTRA:-} \
+      --name comm20_${ck}_${proto} --out "$OUT/res/comm20" > "$OUT/res/comm20_${ck}_${proto}.log" 2>&1
+  done; done ) &
+COMM=$!
+fi
+TABLES=${TABLES-$(for d in community_small ego_small sbm_27; do for m in ppgn_simple ppgn_vb edp_simple; do
+    printf "%s_%s," $d $m; done; done)}
+TAB=""
+if [ -n "$TABLES" ]; then
+( python benchmarks/reproduce_tables.py --out $RUNS/tables --phase train --parallel 3 \
+    --only "${TABLES%,}" ${TAB_EXTRA:-} > "$OUT/res/tables_train.log" 2>&1
+  args=""; for r in ${TABLES//,/ }; do args="$args --nll_workdir $r=$RUNS/tables/$r"; done
+  python benchmarks/completion_nll.py $args --checkpoint best ${NLL_EXTRA:-} \
+    --out "$OUT/res/nll_tables" > "$OUT/res/nll_tables.log" 2>&1
+  for r in ${TABLES//,/ }; do cp $RUNS/tables/$r/train.log "$OUT/res/train_$r.log"; done ) &
+TAB=$!
+fi
+stop_at "${SBM_SECONDS:-460}" $SBM
+echo "sbm stopped at $(elapsed) s" >> "$OUT/res/times.txt"
+stop_at "${HARD_SECONDS:-500}" $COMM $TAB
+echo "all stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
+cp $RUNS/comm20_best/metrics.jsonl "$OUT/res/comm20_metrics.jsonl" 2>/dev/null
+# the SBM workdir (full checkpoints, to resume): cat sbm_ckpt.tar.gz.part_* | tar xz
 tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"
 tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
-ls -la "$OUT"
+echo "packed at $(elapsed) s"; ls -la "$OUT"

@@ -33,8 +33,9 @@ def main() -> None:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--checkpoint", default="latest", choices=["latest", "best", "best_val"])
     ap.add_argument("--ema", action="store_true", help="sample with the EMA parameters")
-    ap.add_argument("--validity", default="planar", choices=["planar", "sbm"])
-    ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper"])
+    ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
+                    help="none: no validity rule (then V.U.N. is not computed)")
+    ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper", "spectre_emd"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
     ap.add_argument("--num_steps", type=int, default=0)
@@ -46,6 +47,7 @@ def main() -> None:
     ap.add_argument("--pallas", action="store_true", help="PPGN's Pallas kernels (bfloat16)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    validity = None if args.validity == "none" else args.validity
 
     run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
                    compute_dtype=args.compute_dtype, pallas=args.pallas or None)
@@ -60,7 +62,7 @@ def main() -> None:
         res = generate(run, num, seed=seed, batch_size=num, num_steps=args.num_steps or None,
                        **options)
         ev = evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
-                                validity=args.validity)
+                                validity=validity)
         ev.update(seed=seed, seconds_per_graph=res["seconds"] / num)
         per_seed.append(ev)
         if not args.no_graphs:
