@@ -31,7 +31,8 @@ def main():
     ap.add_argument("--data", required=True, help="dataset name or file (its test split is "
                     "the reference, its training split the novelty set)")
     ap.add_argument("--protocol", default="paper", choices=["paper", "spectre", "spectre_emd"])
-    ap.add_argument("--validity", default="planar", choices=["planar", "sbm"])
+    ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
+                    help="none: no validity rule (no V.U.N.)")
     ap.add_argument("--out", default="", help="write the rows as JSON here")
     args = ap.parse_args()
     ds = load_dataset(args.data)
@@ -39,7 +40,7 @@ def main():
     for path in args.files:
         graphs = read_graph_list(path).graphs
         ev = evaluate_generated(graphs, ds.test, protocol=args.protocol, train=ds.train,
-                                validity=args.validity)
+                                validity=None if args.validity == "none" else args.validity)
         rows[path] = {"num_graphs": len(graphs), **{k: ev[k] for k in KEYS if k in ev}}
         print(os.path.basename(path), json.dumps({k: round(v, 5) if isinstance(v, float) else v
                                                   for k, v in rows[path].items()}), flush=True)

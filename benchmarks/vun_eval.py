@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper", "spectre_emd"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
-    ap.add_argument("--num_steps", type=int, default=0)
+    ap.add_argument("--num_steps", type=int, default=0,
+                    help="0: the run's config.sample.num_steps")
     ap.add_argument("--option", action="append", default=[], help="sampler option NAME=VALUE")
     ap.add_argument("--name", default="")
     ap.add_argument("--no_graphs", action="store_true", help="write only the metrics")
@@ -56,10 +57,12 @@ def main() -> None:
     name = args.name or os.path.basename(args.workdir.rstrip("/"))
     num = args.num_samples or len(ds.test)
     options = parse_option_values(args.option, "--option")
+    # 0: the run's config.sample.num_steps, as ddgjax-sample does (None there: all levels)
+    num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
     os.makedirs(args.out, exist_ok=True)
     per_seed = []
     for seed in range(args.seeds):
-        res = generate(run, num, seed=seed, batch_size=num, num_steps=args.num_steps or None,
+        res = generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
                        **options)
         ev = evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
                                 validity=validity)
@@ -80,7 +83,7 @@ def main() -> None:
             summary[k] = {"mean": float(np.mean(vals)), "std": float(np.std(vals))}
     out = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
-           "validity": args.validity, "num_samples": num, "num_steps": args.num_steps,
+           "validity": args.validity, "num_samples": num, "num_steps": num_steps,
            "sampler_options": options, "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:
