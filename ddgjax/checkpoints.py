@@ -11,7 +11,8 @@ A run's workdir holds up to three managers, each keeping one checkpoint:
 Each checkpoint stores the train state (``step``, ``params``, ``ema_params``,
 ``opt_state``) as a pytree of arrays plus a small JSON ``meta`` dict (epoch,
 step, loss). Orbax writes into a temporary directory and renames it when
-complete, so an interrupted save never replaces a good checkpoint.
+complete, and a manager deletes its previous checkpoint only after that rename, so
+an interrupted save never replaces a good checkpoint.
 
 Training restores the whole state (``restore``); sampling restores only the
 parameters (``restore_params``), without building an optimizer. A checkpoint
@@ -19,10 +20,21 @@ whose files cannot be read (truncated, corrupt) raises
 :class:`UnreadableCheckpointError` naming its directory; :func:`set_aside` moves
 it out of its manager so training can go on from another one. A save holds
 SIGINT/SIGTERM until it is complete (``ddgjax.interrupts.deferred``).
+
+The training loop saves through a :class:`CheckpointWriter` instead: one
+asynchronous manager per kind stays open for the run, and ``save`` returns as
+soon as the state is copied to the host and the write is under way (the files
+are written by background threads, with the same temporary directory and
+rename). Its ``save``, ``wait`` and ``close`` hold SIGINT/SIGTERM while they
+run; a signal that arrives while a write is in flight does not stop it, and the
+run waits for it (``wait``/``close``) before it reads a checkpoint, reports
+where it stopped or returns. Until then a kind's previous checkpoint is the one
+on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import jax
@@ -53,27 +65,116 @@ def checkpoint_dir(workdir: str, kind: str, step: int) -> str:
     """The directory of checkpoint ``kind`` at ``step``."""
     return os.path.join(workdir, "checkpoints", kind, str(int(step)))
 
-def _manager(workdir: str, kind: str, create: bool = True) -> ocp.CheckpointManager:
+def _manager(workdir: str, kind: str, create: bool = True,
+             asynchronous: bool = False) -> ocp.CheckpointManager:
     if kind not in KINDS:
         raise ValueError(f"unknown checkpoint kind {kind!r}; expected one of {KINDS}")
     path = os.path.abspath(os.path.join(workdir, "checkpoints", kind))
     options = ocp.CheckpointManagerOptions(max_to_keep=1, create=create,
-                                           enable_async_checkpointing=False)
+                                           enable_async_checkpointing=asynchronous)
     return ocp.CheckpointManager(path, options=options)
 
 
+def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) -> None:
+    """Start saving ``state`` (host arrays) and ``meta`` at ``step`` in ``mngr``; with an
+    asynchronous manager the files are written after it returns."""
+    if int(step) in mngr.all_steps():
+        # Only after a kill between saving `best` and `latest`: the resumed
+        # run recomputes the same step (deterministic trajectory) and
+        # replaces it.
+        mngr.delete(int(step))
+    mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                 meta=ocp.args.JsonSave(meta)), force=True)
+
+
 def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
-    """Save ``state`` (a pytree of arrays) and ``meta`` as checkpoint ``kind`` at ``step``."""
+    """Save ``state`` (a pytree of arrays) and ``meta`` as checkpoint ``kind`` at ``step``;
+    returns once the checkpoint is complete on disk."""
     state = to_host(state)
     with deferred(), _manager(workdir, kind) as mngr:
-        if int(step) in mngr.all_steps():
-            # Only after a kill between saving `best` and `latest`: the resumed
-            # run recomputes the same step (deterministic trajectory) and
-            # replaces it.
-            mngr.delete(int(step))
-        mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                     meta=ocp.args.JsonSave(meta)), force=True)
+        _start_save(mngr, step, state, meta)
         mngr.wait_until_finished()
+
+
+class CheckpointWriter:
+    """Asynchronous checkpoint saves into one workdir, for the life of a training run.
+
+    One Orbax manager per kind (opened at its first save) stays open until
+    :meth:`close`. :meth:`save` returns once the write is under way; at every
+    moment each kind has a complete checkpoint on disk (the previous one until the
+    new one is finalized). Checkpoints of this workdir are read only after
+    :meth:`wait` or :meth:`close` (the module's readers open their own managers,
+    and see the previous checkpoint while a write is in flight). A write that
+    failed in the background raises from the next ``save`` of its kind, ``wait``
+    or ``close``. As a context manager it closes on exit.
+    """
+
+    def __init__(self, workdir: str):
+        self.workdir = workdir
+        self._managers: dict[str, ocp.CheckpointManager] = {}
+        self._closed = False
+
+    def save(self, kind: str, step: int, state: Any, meta: dict) -> None:
+        """Start saving ``state`` and ``meta`` as checkpoint ``kind`` at ``step``, after
+        the previous save of ``kind`` has finished; returns while the files are written.
+        The caller may change ``state`` afterwards: it is copied to the host here, and
+        Orbax copies host arrays before its save returns (``NumpyHandler``'s default)."""
+        if self._closed:
+            raise CheckpointError(f"{self.workdir}: checkpoint writer used after close()")
+        state = to_host(state)
+        with deferred():
+            mngr = self._manager(kind)
+            mngr.wait_until_finished()
+            _start_save(mngr, step, state, meta)
+
+    def wait(self) -> None:
+        """Block until every save started so far is complete on disk (or raise its error)."""
+        with deferred():
+            _each(lambda mngr: mngr.wait_until_finished(), self._managers.values())
+
+    def close(self) -> None:
+        """:meth:`wait`, then release the managers; the writer takes no more saves.
+        Every manager is closed even if one raises (the first error is raised)."""
+        with deferred():
+            managers, self._managers, self._closed = list(self._managers.values()), {}, True
+            _each(lambda mngr: mngr.close(), managers)
+
+    def _manager(self, kind: str) -> ocp.CheckpointManager:
+        if kind not in self._managers:
+            self._managers[kind] = _manager(self.workdir, kind, asynchronous=True)
+        return self._managers[kind]
+
+    def close_after_error(self) -> None:
+        """:meth:`close` while another error (e.g. a KeyboardInterrupt) ends the run: a
+        failed write is reported on stderr instead of raised, so that error goes on."""
+        try:
+            self.close()
+        except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+            first_line = (str(e).strip().splitlines() or [""])[0][:200]
+            print(f"warning: {self.workdir}: a checkpoint write failed ({type(e).__name__}: "
+                  f"{first_line}); that kind keeps its previous checkpoint", file=sys.stderr)
+
+    def __enter__(self) -> "CheckpointWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """:meth:`close`, or :meth:`close_after_error` when the block raised."""
+        if exc_type is None:
+            self.close()
+        else:
+            self.close_after_error()
+
+
+def _each(action, managers) -> None:
+    """``action(mngr)`` for every manager, even after one raises; then raise the first error."""
+    errors = []
+    for mngr in managers:
+        try:
+            action(mngr)
+        except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+            errors.append(e)
+    if errors:
+        raise errors[0]
 
 
 def latest_step(workdir: str, kind: str) -> int | None:

@@ -30,9 +30,15 @@ Faults: a workdir holding another run (other data, model or process) is refused
 ``latest`` checkpoint falls back to ``best`` with a warning; Ctrl-C or SIGTERM
 raises :class:`TrainingInterrupted`, whose text says where the run stopped, after
 any checkpoint save in progress has completed.
+
+Checkpoints are written in the background (``checkpoints.CheckpointWriter``, one per
+run): a boundary's saves return once the writes are under way and the next chunk
+trains meanwhile; each save first waits for the previous one of its kind, and the
+loop waits for all of them before it returns or reports an interruption.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -353,18 +359,47 @@ def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds, *,
 def _interruptible(body: Callable[[dict], dict], workdirs: list[str]) -> dict:
     """``body(where)``, with Ctrl-C and SIGTERM turned into TrainingInterrupted saying
     where the run stopped (``where``: see :func:`interrupted_message`)."""
-    where = {"epoch": None, "saved_epoch": None}  # how far the run got, for the message
+    # how far the run got, for the message; "writers": the runs' checkpoint writers
+    where = {"epoch": None, "saved_epoch": None, "writers": []}
     try:
         return body(where)
     except TrainingInterrupted:
         raise  # already worded (a run trained alone to catch up)
     except KeyboardInterrupt:
-        if where["epoch"] is not None and all(checkpoints.latest_step(wd, "latest") is not None
-                                              for wd in workdirs):
-            # the signal may have landed just after a save completed: ask the checkpoints
-            where["saved_epoch"] = min(int(checkpoints.restore_meta(wd, "latest")["epoch"])
-                                       for wd in workdirs)
+        _finish_writes(where["writers"])
+        if where["epoch"] is not None:
+            # the signal may have landed during or just after a save: ask the checkpoints
+            where["saved_epoch"] = _resume_epoch(workdirs)
         raise TrainingInterrupted(interrupted_message(where)) from None
+
+
+def _finish_writes(writers: list[checkpoints.CheckpointWriter]) -> None:
+    """Wait (holding signals) for the checkpoint writes still in flight, so that the
+    checkpoints on disk are final; a write that failed is reported, and its kind keeps
+    its previous checkpoint. (The loop has normally closed the writers already.)"""
+    for writer in writers:
+        writer.close_after_error()
+
+
+def _resume_epoch(workdirs: list[str]) -> int | None:
+    """The epoch a resume of every run in ``workdirs`` starts from: per run, that of the
+    first readable checkpoint in the order ``restore_or_init`` tries them (``latest``,
+    ``best``, ...); the smallest over the runs, or None if one of them has none."""
+    epochs = []
+    for wd in workdirs:
+        epoch = None
+        for kind in checkpoints.KINDS:
+            if checkpoints.latest_step(wd, kind) is None:
+                continue
+            try:
+                epoch = int(checkpoints.restore_meta(wd, kind)["epoch"])
+                break
+            except checkpoints.CheckpointError:
+                continue  # unreadable: a resume skips it too
+        if epoch is None:
+            return None
+        epochs.append(epoch)
+    return min(epochs)
 
 
 def interrupted_message(where: dict) -> str:
@@ -440,7 +475,8 @@ class _Setup:
 class _Run:
     """The host side of one run in its workdir: restart or resume checks, the restored
     state, the metrics log, model selection by loss (``best``) and by samples
-    (``best_val``), checkpoint saves."""
+    (``best_val``), checkpoint saves (through its ``writer``, open from :meth:`begin`
+    until the loop closes it)."""
 
     def __init__(self, setup: _Setup, config, workdir: str, restart: bool, verbose: bool,
                  label: str = ""):
@@ -462,6 +498,7 @@ class _Run:
                   f"{v.reference_name} ({len(v.reference)} graphs), metric {v.metric!r}: "
                   "checkpoints/best_val", file=sys.stderr)
         self.log = None
+        self.writer: checkpoints.CheckpointWriter | None = None
         self.window: list[float] = []
 
     def restore(self) -> None:
@@ -478,8 +515,9 @@ class _Run:
         """The key of the run's steps (``fold_in(base_key, step)`` per step)."""
         return jax.random.fold_in(self.root, 1)
 
-    def begin(self) -> None:
-        """Write the run record and open the metrics log; call once the start went well."""
+    def begin(self) -> checkpoints.CheckpointWriter:
+        """Write the run record, open the metrics log and the checkpoint writer (returned;
+        the caller closes it); call once the start went well."""
         if self.start_epoch and self.is_main:  # printed even when quiet: never resume silently
             print(f"{self.label}resuming from {self.workdir} at epoch {self.start_epoch} "
                   f"(step {int(to_host(self.state.step))})", file=sys.stderr)
@@ -490,6 +528,8 @@ class _Run:
         self.log = MetricsLog(self.workdir, enabled=self.is_main)
         # epochs after the checkpoint are trained (and logged) again
         self.log.truncate_after(self.start_epoch)
+        self.writer = checkpoints.CheckpointWriter(self.workdir)
+        return self.writer
 
     def log_chunk(self, losses: np.ndarray, epoch: int, dt: float,
                   weights: np.ndarray | None = None) -> float:
@@ -529,11 +569,12 @@ class _Run:
             f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
 
     def save(self, state, step: int, meta: dict) -> None:
-        """``best`` when the loss improved, then ``latest``."""
+        """``best`` when the loss improved, then ``latest``; both are written in the
+        background (``writer``)."""
         if meta["loss"] < self.best_loss:
             self.best_loss = meta["loss"]
-            checkpoints.save(self.workdir, "best", step, state, meta)
-        checkpoints.save(self.workdir, "latest", step, state, meta)
+            self.writer.save("best", step, state, meta)
+        self.writer.save("latest", step, state, meta)
 
     def end(self, summary: dict) -> dict:
         summary = {**summary, "best_loss": self.best_loss}
@@ -543,10 +584,11 @@ class _Run:
 
 
 def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where) -> dict:
-    """The body of :func:`train`; updates ``where`` as epochs pass and checkpoints are saved."""
+    """The body of :func:`train`; updates ``where`` as epochs pass (and adds the run's
+    checkpoint writer to ``where["writers"]``)."""
     setup = _Setup(config, devices, workdir)
     run = _Run(setup, setup.config, workdir, restart, verbose)
-    where.update(epoch=run.start_epoch, saved_epoch=run.start_epoch or None)
+    where["epoch"] = run.start_epoch
     bar = Progress(setup.config.train.num_epochs, run.start_epoch, desc="epochs",
                    enabled=verbose and run.is_main)
     chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
@@ -587,7 +629,7 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                     f"{run.workdir}: at epoch {run.start_epoch} after catching up, not at the "
                     f"other runs' epoch {target} (did config.train.num_epochs shrink below "
                     "it?); train the runs to the same epoch, or start over with --restart")
-    where.update(epoch=target, saved_epoch=target or None)
+    where["epoch"] = target
     bar = Progress(setup.config.train.num_epochs, target, desc=f"epochs ({len(seeds)} seeds)",
                    enabled=verbose and runs[0].is_main)
     chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
@@ -630,10 +672,19 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
           stop_after_epochs, where) -> list[dict]:
     """The training loop of one run (``stacked=False``: ``make_train_chunk``) or of several
     at the same epoch (``stacked``: ``make_train_chunk_seeds``, state leaves ``[R, ...]``).
-    Returns each run's summary."""
+    Returns each run's summary once all its checkpoints are written; on any exception
+    the writes in flight are finished (or fail, keeping the previous checkpoints) before
+    it propagates."""
+    with contextlib.ExitStack() as writers:
+        for run in runs:
+            where["writers"].append(writers.enter_context(run.begin()))
+        return _epochs(setup, runs, chunk_fn, state, stacked, bar, stop_after_epochs, where)
+
+
+def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
+            stop_after_epochs, where) -> list[dict]:
+    """The body of :func:`_loop`, with the runs' checkpoint writers open."""
     config, mesh, spe = setup.config, setup.mesh, setup.steps_per_epoch
-    for run in runs:
-        run.begin()
     start_epoch = runs[0].start_epoch
     num_epochs = config.train.num_epochs
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,
@@ -675,15 +726,19 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
             for run, st, meta in zip(runs, states, metas):
                 run.validate(st, epoch, step, meta, bar)
             t2 = time.time()
-            with deferred():  # all runs' checkpoints of this boundary, or (on Ctrl-C) none
+            with deferred():  # all runs' saves of this boundary start before a Ctrl-C acts
                 for run, st, meta in zip(runs, states, metas):
                     run.save(st, step, meta)
             val_s, ckpt_s = val_s + t2 - t1, ckpt_s + time.time() - t2
-            where["saved_epoch"] = epoch
+    t3 = time.time()
+    for run in runs:  # the last boundary's writes: final before the run reports its end
+        run.writer.wait()
+    ckpt_s += time.time() - t3
     bar.close()
     steps = int(np.asarray(to_host(state.step)).reshape(-1)[0])
     # seconds: the whole loop; chunk_seconds: in the jitted calls (the first one, which
-    # compiles, is first_call_seconds); checkpoint_ and validation_seconds: at boundaries.
+    # compiles, is first_call_seconds); validation_seconds: at boundaries;
+    # checkpoint_seconds: blocked on saves (at boundaries, and the wait for the last ones).
     summary = {"epochs": epoch, "steps": steps, "seconds": time.time() - t_start,
                "first_call_seconds": compile_s, "chunk_seconds": chunks_s,
                "checkpoint_seconds": ckpt_s, "validation_seconds": val_s,

@@ -93,3 +93,122 @@ def test_saving_a_step_again_replaces_it_and_keeps_one(tmp_path):
     params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
     assert meta["epoch"] == 3
     assert_trees_equal(params, later.params)
+
+
+# ----------------------------------------------------------------------------
+# CheckpointWriter: asynchronous saves of a training run
+
+
+@pytest.fixture
+def held_commit(monkeypatch):
+    """Hold every asynchronous write just before its final rename (Orbax's commit
+    callback, run by its background thread) until ``release`` is set; ``reached`` is
+    set once a write got there. ``action`` (optional) replaces the rename."""
+    import threading
+
+    from orbax.checkpoint._src.checkpointers import async_checkpointer
+
+    real = async_checkpointer._on_commit_callback
+    hold = {"reached": threading.Event(), "release": threading.Event(), "action": None}
+
+    def commit(*args, **kwargs):
+        hold["reached"].set()
+        assert hold["release"].wait(60), "the test never released the write"
+        return (hold["action"] or real)(*args, **kwargs)
+
+    monkeypatch.setattr(async_checkpointer, "_on_commit_callback", commit)
+    yield hold
+    hold["release"].set()  # never leave a background write waiting
+
+
+def test_writer_round_trip_and_a_writable_state_may_change_after_save(tmp_path):
+    wd = str(tmp_path)
+    model, tx, state = state_of(hidden=8)
+    mine = jax.tree_util.tree_map(np.array, state)  # writable host arrays
+    with checkpoints.CheckpointWriter(wd) as writer:
+        writer.save("best", 7, mine, {"epoch": 3, "step": 7, "loss": 0.5})
+        writer.save("latest", 7, mine, {"epoch": 3, "step": 7, "loss": 0.5})
+        for leaf in jax.tree_util.tree_leaves(mine):  # the writer keeps its own copy
+            leaf[...] = -1
+        writer.wait()
+    for kind in ("best", "latest"):
+        restored, meta = checkpoints.restore(wd, kind, training.init_state(
+            model, tx, jax.random.key(99), 6))
+        assert meta == {"epoch": 3, "step": 7, "loss": 0.5}
+        assert_trees_equal(restored, state)
+    with pytest.raises(checkpoints.CheckpointError, match="after close"):
+        writer.save("latest", 9, state, {})
+
+
+def test_the_previous_checkpoint_stays_until_the_new_one_is_final(tmp_path, held_commit):
+    """max_to_keep=1: while the new write is in flight (here: held before its rename), the
+    old step is on disk, complete and the one readers see; after wait(), only the new."""
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    later = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
+    with checkpoints.CheckpointWriter(wd) as writer:
+        held_commit["release"].set()
+        writer.save("latest", 5, state, {"epoch": 1})
+        writer.wait()
+        held_commit["release"].clear()
+        writer.save("latest", 9, later, {"epoch": 2})  # returns while the write is held
+        assert held_commit["reached"].wait(60)
+        assert checkpoints.latest_step(wd, "latest") == 5
+        params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
+        assert meta == {"epoch": 1}
+        assert_trees_equal(params, state.params)
+        names = os.listdir(os.path.join(wd, "checkpoints", "latest"))
+        assert "5" in names and "9" not in names and any("tmp" in n for n in names)
+        held_commit["release"].set()
+        writer.wait()
+        assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
+    params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert meta == {"epoch": 2}
+    assert_trees_equal(params, later.params)
+
+
+def test_a_failed_write_raises_on_wait_and_keeps_the_previous_checkpoint(tmp_path, held_commit,
+                                                                         capsys):
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    writer = checkpoints.CheckpointWriter(wd)
+    held_commit["release"].set()
+    writer.save("latest", 5, state, {"epoch": 1})
+    writer.wait()
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    held_commit["action"] = disk_full
+    writer.save("latest", 9, state, {"epoch": 2})
+    with pytest.raises(OSError, match="No space left"):
+        writer.wait()
+    writer.close()
+    assert checkpoints.latest_step(wd, "latest") == 5
+    assert checkpoints.restore_meta(wd, "latest") == {"epoch": 1}
+    # while another error ends the run, a failed write is reported, not raised
+    other = checkpoints.CheckpointWriter(wd)
+    other.save("latest", 11, state, {"epoch": 3})
+    other.close_after_error()
+    assert "a checkpoint write failed (OSError: No space left" in capsys.readouterr().err
+    assert checkpoints.restore_meta(wd, "latest") == {"epoch": 1}
+
+
+def test_a_new_writer_goes_on_from_a_closed_one(tmp_path):
+    """A resumed run opens a new writer on the same workdir: it replaces each kind's
+    checkpoint (also one of the same step, after a kill between `best` and `latest`)."""
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    later = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
+    with checkpoints.CheckpointWriter(wd) as writer:
+        writer.save("best", 5, state, {"epoch": 1})
+        writer.save("latest", 5, state, {"epoch": 1})
+    with checkpoints.CheckpointWriter(wd) as writer:
+        writer.save("best", 5, later, {"epoch": 1, "again": True})
+        writer.save("latest", 9, later, {"epoch": 2})
+    assert checkpoints.available(wd) == {"latest": 9, "best": 5}
+    assert checkpoints.restore_meta(wd, "best") == {"epoch": 1, "again": True}
+    for kind in ("best", "latest"):
+        params, _, _ = checkpoints.restore_params(wd, kind, abstract_params(model))
+        assert_trees_equal(params, later.params)
+    assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]

@@ -7,6 +7,7 @@ signal test (SIGINT to a training process) is ``test_cli.py::trained_workdir``.
 """
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -281,17 +282,50 @@ def test_interrupted_training_says_where_to_resume(run_copy, monkeypatch):
     """KeyboardInterrupt inside the loop becomes TrainingInterrupted with the epoch reached
     and the checkpoint a resume starts from."""
     calls = {"n": 0}
-    real_save = checkpoints.save
+    real_save = checkpoints.CheckpointWriter.save
 
-    def save_then_interrupt(*args, **kwargs):
-        real_save(*args, **kwargs)
+    def save_then_interrupt(self, *args, **kwargs):
+        real_save(self, *args, **kwargs)
         calls["n"] += 1
         if calls["n"] == 2:                         # after the epoch-6 'latest' save
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(checkpoints, "save", save_then_interrupt)
+    monkeypatch.setattr(checkpoints.CheckpointWriter, "save", save_then_interrupt)
     cfg = test_config.get_config()
     cfg.train.num_epochs = 10
     with pytest.raises(training.TrainingInterrupted, match=r"^interrupted at epoch \d+; resume "
                                                            r"with the same command"):
         training.train(cfg, str(run_copy), verbose=False)
+
+
+def test_a_signal_while_a_write_is_in_flight_waits_for_it(run_copy, monkeypatch, capsys):
+    """Ctrl-C while a checkpoint is written in the background (here: SIGINT sent by the
+    write itself, which then takes a while to finish): the run finishes the write before
+    it stops, and the message names the checkpoint on disk that a resume starts from."""
+    import time
+
+    from orbax.checkpoint._src.checkpointers import async_checkpointer
+
+    real_commit = async_checkpointer._on_commit_callback
+    sent = []
+
+    def slow_commit(*args, **kwargs):  # Orbax's background thread, before the final rename
+        if not sent:                   # the first write of this run: epoch 6
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)            # the main thread acts on the signal meanwhile
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(async_checkpointer, "_on_commit_callback", slow_commit)
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 10
+    with pytest.raises(training.TrainingInterrupted) as info:
+        training.train(cfg, str(run_copy), verbose=False)
+    m = re.fullmatch(r"interrupted at epoch (\d+); resume with the same command"
+                     r"(?: \(it continues from the checkpoint of epoch (\d+)\))?", str(info.value))
+    assert m and sent, info.value
+    resume = int(m.group(2) or m.group(1))
+    assert resume >= 6 and checkpoints.restore_meta(str(run_copy), "latest")["epoch"] == resume
+    for kind in ("best", "latest"):
+        assert not list((run_copy / "checkpoints" / kind).glob("*tmp*"))
+    assert "warning" not in capsys.readouterr().err
