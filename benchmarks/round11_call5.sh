@@ -44,13 +44,14 @@ stop_at "${SBM_SECONDS:-330}" $SBM
 echo "sbm stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
 ( for ck in best_val latest; do
-    timeout 120 python benchmarks/vun_eval.py --workdir $RUNS/sbm_best --checkpoint $ck --ema \
+    timeout 150 python benchmarks/vun_eval.py --workdir $RUNS/sbm_best --checkpoint $ck --ema \
       --validity sbm --protocol spectre --seeds 5 --num_samples 40 --num_steps 64 ${VUN_EXTRA:-} \
-      --name spectre_sbm_$ck --out "$OUT/res/sbm" > "$OUT/res/sbm_vun_$ck.log" 2>&1
+      --name spectre_sbm_$ck --out "$OUT/res/sbm" > "$OUT/res/sbm_vun_$ck.log" 2>&1 &
   done
-  timeout 100 python benchmarks/completion_nll.py --nll_workdir spectre_sbm_best=$RUNS/sbm_best \
+  timeout 150 python benchmarks/completion_nll.py --nll_workdir spectre_sbm_best=$RUNS/sbm_best \
     --checkpoint best_val --ema ${NLL_EXTRA:-} --out "$OUT/res/nll/spectre_sbm_best" \
-    > "$OUT/res/nll/nll_spectre_sbm_best.log" 2>&1 ) &
+    > "$OUT/res/nll/nll_spectre_sbm_best.log" 2>&1
+  wait ) &
 EV=$!
 stop_at "${HARD_SECONDS:-520}" $EV $TAB
 echo "all stopped at $(elapsed) s" >> "$OUT/res/times.txt"
