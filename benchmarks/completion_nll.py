@@ -144,7 +144,8 @@ def completion_rows(args) -> tuple[list, dict]:
         for mname, j, r in methods:
             t0 = time.time()
             res = complete(run, reqs, args.num_samples, seed=args.seed,
-                           batch_size=args.batch_size, num_steps=args.num_steps or None,
+                           batch_size=args.batch_size,
+                           num_steps=args.num_steps or run.config.sample.get("num_steps", 0) or None,
                            resample_jump=j, resample_rounds=r, **options)
             per = [score(a, k, res["adj"][g, :, :len(a), :len(a)])
                    for g, (a, k) in enumerate(reqs)]
