@@ -42,6 +42,8 @@ def main():
         ev = evaluate_generated(graphs, ds.test, protocol=args.protocol, train=ds.train,
                                 validity=None if args.validity == "none" else args.validity)
         rows[path] = {"num_graphs": len(graphs), **{k: ev[k] for k in KEYS if k in ev}}
+        if "sbm_fit" in ev:  # which SBM fit decided validity (graph-tool or ours)
+            rows[path]["sbm_fit"] = ev["sbm_fit"]
         print(os.path.basename(path), json.dumps({k: round(v, 5) if isinstance(v, float) else v
                                                   for k, v in rows[path].items()}), flush=True)
     keys = [k for k in KEYS if all(k in r and r[k] is not None for r in rows.values())]
