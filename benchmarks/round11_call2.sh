@@ -11,21 +11,8 @@
 # Usage: bash benchmarks/round11_call2.sh OUT
 set -uo pipefail
 OUT=$1
-RUNS=runs/r11
-export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu_call_common.sh"
 mkdir -p "$OUT/res" "$RUNS/tables"
-nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
-stop_at() {  # stop_at SECONDS PID...: SIGTERM each PID still running at SECONDS, wait 40 s
-  local limit=$1; shift
-  for p in "$@"; do
-    while kill -0 $p 2>/dev/null && [ $(elapsed) -lt "$limit" ]; do sleep 2; done
-    kill -TERM $p 2>/dev/null
-    for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; sleep 1; done
-    kill -KILL $p 2>/dev/null; wait $p 2>/dev/null
-  done
-}
 [ -d .devdata/sbm_r11/sbm_best ] && cp -r .devdata/sbm_r11/sbm_best $RUNS/
 python train.py --config configs/best.py:spectre_sbm --workdir $RUNS/sbm_best --quiet ${TRAIN_EXTRA:-} \
   > "$OUT/res/sbm_train.log" 2>&1 &
@@ -59,7 +46,5 @@ stop_at "${HARD_SECONDS:-500}" $COMM $TAB
 echo "all stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
 cp $RUNS/comm20_best/metrics.jsonl "$OUT/res/comm20_metrics.jsonl" 2>/dev/null
-# the SBM workdir (full checkpoints, to resume): cat sbm_ckpt.tar.gz.part_* | tar xz
-tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"
-tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
-echo "packed at $(elapsed) s"; ls -la "$OUT"
+pack_sbm
+pack_results

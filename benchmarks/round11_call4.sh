@@ -11,12 +11,8 @@
 # Usage: bash benchmarks/round11_call4.sh OUT
 set -uo pipefail
 OUT=$1
-RUNS=runs/r11
-export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu_call_common.sh"
 mkdir -p "$OUT/res/ablation" "$RUNS"
-nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
 cp docs/results/ablation/ablation_steps.json "$OUT/res/ablation/"
 timeout 200 python benchmarks/ablation_steps.py --phase time --out "$OUT/res/ablation" \
   --workdir /tmp/ablation_none --epochs 2500 --seeds 4 --samples 256 ${ABL_EXTRA:-} \
@@ -32,12 +28,8 @@ cp -r .devdata/sbm_r11/sbm_best $RUNS/
 python train.py --config configs/best.py:spectre_sbm --workdir $RUNS/sbm_best --quiet \
   --config.train.num_epochs=3000 ${TRAIN_EXTRA:-} > "$OUT/res/sbm_train.log" 2>&1 &
 SBM=$!
-while kill -0 $SBM 2>/dev/null && [ $(elapsed) -lt "${SBM_SECONDS:-470}" ]; do sleep 2; done
-kill -TERM $SBM 2>/dev/null
-for _ in $(seq 40); do kill -0 $SBM 2>/dev/null || break; sleep 1; done
-kill -KILL $SBM 2>/dev/null; wait $SBM 2>/dev/null
+stop_at "${SBM_SECONDS:-470}" $SBM
 echo "sbm stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
-tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"
-tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
-echo "packed at $(elapsed) s"; ls -la "$OUT"
+pack_sbm
+pack_results

@@ -9,21 +9,8 @@
 # Usage: bash benchmarks/round11_call5.sh OUT
 set -uo pipefail
 OUT=$1
-RUNS=runs/r11
-export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu_call_common.sh"
 mkdir -p "$OUT/res/nll" "$OUT/res/sbm" "$RUNS/tables"
-nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
-stop_at() {  # stop_at SECONDS PID...: SIGTERM each PID still running at SECONDS, wait 40 s
-  local limit=$1; shift
-  for p in "$@"; do
-    while kill -0 $p 2>/dev/null && [ $(elapsed) -lt "$limit" ]; do sleep 2; done
-    kill -TERM $p 2>/dev/null
-    for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; sleep 1; done
-    kill -KILL $p 2>/dev/null; wait $p 2>/dev/null
-  done
-}
 table_run() {  # table_run DATASET MODEL LOSS: train the paper config, then its test NLL
   local name=$1_$2_$3
   python train.py --config "configs/paper.py:$1,$2,$3" --workdir $RUNS/tables/$name --quiet \
@@ -55,6 +42,5 @@ cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
 EV=$!
 stop_at "${HARD_SECONDS:-520}" $EV $TAB
 echo "all stopped at $(elapsed) s" >> "$OUT/res/times.txt"
-tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"
-tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
-echo "packed at $(elapsed) s"; ls -la "$OUT"
+pack_sbm
+pack_results

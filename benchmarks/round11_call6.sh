@@ -6,12 +6,8 @@
 # Usage: bash benchmarks/round11_call6.sh OUT
 set -uo pipefail
 OUT=$1
-RUNS=runs/r11
-export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+source "$(dirname "$0")/gpu_call_common.sh"
 mkdir -p "$OUT/res/nll" "$RUNS/tables"
-nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
 P=""
 for ml in "ppgn simple" "ppgn vb" "edp simple"; do
   set -- $ml; name=planar_60_$1_$2
@@ -37,5 +33,4 @@ for ml in "ppgn simple" "ppgn vb" "edp simple"; do
 done
 wait
 echo "all stopped at $(elapsed) s" >> "$OUT/res/times.txt"
-tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
-echo "packed at $(elapsed) s"; ls -la "$OUT"
+pack_results

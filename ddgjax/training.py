@@ -359,26 +359,18 @@ def train_seeds(config: ml_collections.ConfigDict, workdir: str, seeds, *,
 def _interruptible(body: Callable[[dict], dict], workdirs: list[str]) -> dict:
     """``body(where)``, with Ctrl-C and SIGTERM turned into TrainingInterrupted saying
     where the run stopped (``where``: see :func:`interrupted_message`)."""
-    # how far the run got, for the message; "writers": the runs' checkpoint writers
-    where = {"epoch": None, "saved_epoch": None, "writers": []}
+    # how far the run got, for the message (the loop has finished the checkpoint writes
+    # in flight before an interrupt gets here: _loop's ExitStack closes the writers)
+    where = {"epoch": None, "saved_epoch": None}
     try:
         return body(where)
     except TrainingInterrupted:
         raise  # already worded (a run trained alone to catch up)
     except KeyboardInterrupt:
-        _finish_writes(where["writers"])
         if where["epoch"] is not None:
             # the signal may have landed during or just after a save: ask the checkpoints
             where["saved_epoch"] = _resume_epoch(workdirs)
         raise TrainingInterrupted(interrupted_message(where)) from None
-
-
-def _finish_writes(writers: list[checkpoints.CheckpointWriter]) -> None:
-    """Wait (holding signals) for the checkpoint writes still in flight, so that the
-    checkpoints on disk are final; a write that failed is reported, and its kind keeps
-    its previous checkpoint. (The loop has normally closed the writers already.)"""
-    for writer in writers:
-        writer.close_after_error()
 
 
 def _resume_epoch(workdirs: list[str]) -> int | None:
@@ -584,8 +576,7 @@ class _Run:
 
 
 def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where) -> dict:
-    """The body of :func:`train`; updates ``where`` as epochs pass (and adds the run's
-    checkpoint writer to ``where["writers"]``)."""
+    """The body of :func:`train`; updates ``where`` as epochs pass."""
     setup = _Setup(config, devices, workdir)
     run = _Run(setup, setup.config, workdir, restart, verbose)
     where["epoch"] = run.start_epoch
@@ -677,7 +668,7 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
     it propagates."""
     with contextlib.ExitStack() as writers:
         for run in runs:
-            where["writers"].append(writers.enter_context(run.begin()))
+            writers.enter_context(run.begin())
         return _epochs(setup, runs, chunk_fn, state, stacked, bar, stop_after_epochs, where)
 
 

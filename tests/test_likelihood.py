@@ -77,6 +77,9 @@ def test_density_model_gives_the_bernoulli_entropy():
         est, se, _ = mc_estimate(blind, adj, 3, rho, 1, 400)
         assert np.all(np.abs(est - xent) < 4 * se + 1e-4)
     assert density_bits_per_pair([nx.from_numpy_array(adj)], d)[0] == pytest.approx(1.0)
+    # 3 edges and 3 non-edges at density 1/4: -(3 log2 1/4 + 3 log2 3/4) / 6 bits per pair
+    assert density_bits_per_pair([nx.from_numpy_array(adj)], 0.25)[0] == pytest.approx(
+        -(3 * math.log2(0.25) + 3 * math.log2(0.75)) / 6)
     # a denoiser that ignores A_t and predicts the density everywhere only bounds it from above
     const = lambda a, m, t, s: jnp.zeros_like(a)
     _, bb = sampling_grid(make_schedule("linear", 3), None, "trained")

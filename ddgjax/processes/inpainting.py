@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ddgjax.processes.base import DenoiseFn
-from ddgjax.processes.bitflip import (BitFlipProcess, BitFlipSampler, denoised_draw,
+from ddgjax.processes.bitflip import (BitFlipProcess, BitFlipSampler, denoised_draw, sample_prior,
                                       q_sample, reverse_step, sampling_grid, step_algorithms,
                                       symmetric_upper_bernoulli)
 
@@ -134,9 +134,8 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
 
     # A_T: the known pairs noised to the top level; the unknown ones from the prior (the
     # same distribution at beta_bar_T = 1/2, where q(A_T | A_0) is the prior).
-    adj = impose_known(jax.random.fold_in(key, 10_000_019), q_sample(
-        jax.random.fold_in(key, 10_000_020), jnp.zeros_like(adj_known), node_mask,
-        jnp.full((B,), bb[0], jnp.float32), rho), bb[0])
+    adj = impose_known(jax.random.fold_in(key, 10_000_019), sample_prior(
+        jax.random.fold_in(key, 10_000_020), node_mask, rho), bb[0])
     n_scan = len(moves) - 1 if sampler.argmax_last else len(moves)
     adj, _ = jax.lax.scan(body, adj, jax.tree_util.tree_map(lambda a: a[:n_scan], xs))
     if sampler.argmax_last:  # the last move is the step to level 0: take the mode

@@ -1,0 +1,31 @@
+# Sourced by the round-11 GPU drivers (benchmarks/round11_call{2,4,5,6}.sh) after they set
+# OUT and the result folders they need. Sets RUNS, the XLA environment, T0 and
+# records the card; defines:
+#   elapsed                 seconds since T0
+#   stop_at SECONDS PID...  SIGTERM each PID still running at SECONDS, give it 40 s to
+#                           finish its checkpoint, then SIGKILL. (SIGTERM, not SIGINT:
+#                           background jobs of a non-interactive shell ignore SIGINT;
+#                           the ddgjax CLIs turn SIGTERM into a clean interrupt.)
+#   pack_sbm                the SBM workdir in <= 15 MiB parts ($OUT/sbm_ckpt.tar.gz.part_*;
+#                           cat them | tar xz to resume elsewhere)
+#   pack_results            $OUT/res as $OUT/results.tar.gz, and a listing
+RUNS=runs/r11
+export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+mkdir -p "$OUT/res" "$RUNS"
+nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+stop_at() {
+  local limit=$1; shift
+  for p in "$@"; do
+    while kill -0 $p 2>/dev/null && [ $(elapsed) -lt "$limit" ]; do sleep 2; done
+    kill -TERM $p 2>/dev/null
+    for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; sleep 1; done
+    kill -KILL $p 2>/dev/null; wait $p 2>/dev/null
+  done
+}
+pack_sbm() { tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"; }
+pack_results() {
+  tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
+  echo "packed at $(elapsed) s"; ls -la "$OUT"
+}
