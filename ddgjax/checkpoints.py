@@ -70,8 +70,13 @@ def _manager(workdir: str, kind: str, create: bool = True,
     if kind not in KINDS:
         raise ValueError(f"unknown checkpoint kind {kind!r}; expected one of {KINDS}")
     path = os.path.abspath(os.path.join(workdir, "checkpoints", kind))
-    options = ocp.CheckpointManagerOptions(max_to_keep=1, create=create,
-                                           enable_async_checkpointing=asynchronous)
+    # Each kind's barriers get their own names: with several processes, the background
+    # threads of two asynchronous managers (best and latest) otherwise meet at one
+    # barrier name and fail ("Barrier ... is already ongoing").
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=1, create=create, enable_async_checkpointing=asynchronous,
+        multiprocessing_options=ocp.options.MultiprocessingOptions(
+            barrier_sync_key_prefix=f"ddgjax_{kind}"))
     return ocp.CheckpointManager(path, options=options)
 
 
