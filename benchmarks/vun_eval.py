@@ -37,6 +37,8 @@ def main() -> None:
                     help="none: no validity rule (then V.U.N. is not computed)")
     ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper", "spectre_emd"])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first_seed", type=int, default=0,
+                    help="sampling seeds first_seed .. first_seed + seeds - 1")
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
     ap.add_argument("--num_steps", type=int, default=0,
                     help="0: the run's config.sample.num_steps")
@@ -61,7 +63,10 @@ def main() -> None:
     num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
     os.makedirs(args.out, exist_ok=True)
     per_seed = []
-    for seed in range(args.seeds):
+    import jax
+
+    device = jax.devices()[0].device_kind
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         res = generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
                        **options)
         ev = evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
@@ -73,7 +78,8 @@ def main() -> None:
                              name=f"{name} seed {seed}", generated_by={
                                  "workdir": args.workdir, "checkpoint": args.checkpoint,
                                  "checkpoint_epoch": run.meta.get("epoch"), "ema": args.ema,
-                                 "seed": seed, "sampler": res["sampler"]})
+                                 "seed": seed, "sampler": res["sampler"], "device": device,
+                                 "compute_dtype": str(cfg.model.compute_dtype)})
         print(seed, json.dumps({k: ev.get(k) for k in KEYS}), flush=True)
     summary = {}
     for k in KEYS + tuple(f"{s}_ratio" for s in ("degree", "clustering", "orbit", "spectral",
@@ -84,6 +90,7 @@ def main() -> None:
     out = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
            "validity": args.validity, "num_samples": num, "num_steps": num_steps,
+           "device": device, "compute_dtype": str(cfg.model.compute_dtype),
            "sampler_options": options, "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:

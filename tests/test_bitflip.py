@@ -150,8 +150,8 @@ def test_vb_terms_match_brute_force_float64():
     bt, bp = s.beta_bar[t_index], s.beta_bar[t_index - 1]
     adj_t = bitflip.q_sample(jax.random.key(4), adj0, mask, jnp.asarray(bt))
     logits = np.random.default_rng(5).normal(scale=2.0, size=adj0.shape).astype(np.float32)
-    terms = np.asarray(bitflip.vb_terms(jnp.asarray(logits), adj0, adj_t, jnp.asarray(t_index),
-                                        jnp.asarray(bt), jnp.asarray(bp)))
+    terms = np.asarray(bitflip.vb_terms(jnp.asarray(logits), adj0, adj_t, jnp.asarray(bt),
+                                        jnp.asarray(bp)))
     a0, at = np.asarray(adj0).astype(int), np.asarray(adj_t).astype(int)
     pm = np.asarray(pair_mask(mask))
     ref = np.zeros(terms.shape)
@@ -200,10 +200,24 @@ def test_vb_terms_vanish_for_true_x0():
         bp = jnp.full((B,), s.beta_bar[t - 1])
         adj_t = bitflip.q_sample(jax.random.key(t), adj0, mask, bt)
         perfect = (2 * adj0 - 1) * 40.0  # one-hot p(A_0|A_t) up to e^-40
-        terms = bitflip.vb_terms(perfect, adj0, adj_t, jnp.full((B,), t), bt, bp)
+        terms = bitflip.vb_terms(perfect, adj0, adj_t, bt, bp)
         assert float(jnp.max(jnp.abs(terms))) < 1e-6, t
-        wrong = bitflip.vb_terms(-perfect, adj0, adj_t, jnp.full((B,), t), bt, bp)
+        wrong = bitflip.vb_terms(-perfect, adj0, adj_t, bt, bp)
         assert float(jnp.max(jnp.where(pair_mask(mask), wrong, 0.0))) > 1e-3
+
+
+def test_vb_terms_reconstruct_wherever_the_previous_level_is_zero():
+    """The reconstruction term is decided by the level, not the index: the last step of a
+    strided grid (t = 4 -> 0) is -log p(a_0 | A_4); a step ending above 0 is a KL."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(2, [10, 7, 12, 3])
+    bt = jnp.full((B,), s.beta_bar[4])
+    adj_t = bitflip.q_sample(jax.random.key(0), adj0, mask, bt)
+    logits = jnp.asarray(np.random.default_rng(1).normal(size=adj0.shape), jnp.float32)
+    last = bitflip.vb_terms(logits, adj0, adj_t, bt, jnp.zeros((B,)))
+    np.testing.assert_allclose(last, bitflip.binary_nll(logits, adj0), rtol=1e-6)
+    inner = bitflip.vb_terms(logits, adj0, adj_t, bt, jnp.full((B,), s.beta_bar[2]))
+    assert not np.allclose(inner, last)
 
 
 def test_training_loss_counts_only_real_upper_pairs():
@@ -599,8 +613,8 @@ def test_marginal_vb_terms_vanish_for_true_x0():
     for t in range(2, T + 1):
         adj_t = bitflip.q_sample(jax.random.key(t), adj0, mask, jnp.full((B,), s.beta_bar[t]),
                                  RHO)
-        terms = bitflip.vb_terms(logits, adj0, adj_t, jnp.full((B,), t), jnp.full((B,),
-                                 s.beta_bar[t]), jnp.full((B,), s.beta_bar[t - 1]), RHO)
+        terms = bitflip.vb_terms(logits, adj0, adj_t, jnp.full((B,), s.beta_bar[t]),
+                                 jnp.full((B,), s.beta_bar[t - 1]), RHO)
         assert float(jnp.abs(jnp.where(pair_mask(mask), terms, 0.0)).max()) < 1e-5
 
 

@@ -162,9 +162,10 @@ def run_sampling(fv) -> None:
         print(json.dumps({k: v for k, v in out["eval"].items() if isinstance(v, (int, float))}))
 
 
-def completion_requests(fv, max_nodes: int) -> tuple[list, callable]:
+def completion_requests(fv) -> tuple[list, callable]:
     """``(requests, where)`` from --complete and one of --known / --hide / --add_nodes:
-    ``(adjacency, known)`` pairs, and ``where(g)`` naming graph ``g`` in errors."""
+    ``(adjacency, known)`` pairs, and ``where(g)`` naming graph ``g`` in errors. Read
+    before the checkpoint is loaded, so bad input fails fast."""
     import networkx as nx
     import numpy as np
 
@@ -202,9 +203,9 @@ def run_completion(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):
         check_output_dir(out_dir)
+    requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
-    requests, where = completion_requests(fv, run.max_nodes)
     cfg = run.config
     num = fv.num_samples or 16
     seed = cfg.sample.seed if fv.seed is None else fv.seed

@@ -174,13 +174,14 @@ def binary_nll(logits, target):
     return jnp.logaddexp(0.0, logits) - target * logits
 
 
-def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev, rho: float = 0.5):
-    """Per-entry L_vb terms: KL(q(a_{t-1}|a_t,a_0) || p_theta(a_{t-1}|A_t)) for t >= 2,
-    and the reconstruction ``-log p_theta(a_0 | A_1)`` for t = 1.
+def vb_terms(logits, adj0, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5):
+    """Per-entry L_vb terms of the step from level ``beta_bar_t`` to ``beta_bar_prev``:
+    KL(q(a_prev|a_t,a_0) || p_theta(a_prev|A_t)), and the reconstruction
+    ``-log p_theta(a_0 | A_t)`` where ``beta_bar_prev = 0`` (t = 1 on the full grid, the
+    last step of any strided grid).
 
     Args:
-      logits, adj0, adj_t: ``[B, N, N]``; t_index ``int[B]`` in 1..T;
-      beta_bar_t, beta_bar_prev: ``[B]``.
+      logits, adj0, adj_t: ``[B, N, N]``; beta_bar_t, beta_bar_prev: ``[B]``.
     Returns: ``[B, N, N]`` per-entry terms (unmasked).
     """
     bt, bp = broadcast_per_graph(beta_bar_t), broadcast_per_graph(beta_bar_prev)
@@ -188,7 +189,7 @@ def vb_terms(logits, adj0, adj_t, t_index, beta_bar_t, beta_bar_prev, rho: float
     p0, p1 = p_prev_probs(logits, adj_t, bt, bp, rho)
     kl = binary_kl(q0, q1, p0, p1)
     nll = binary_nll(logits, adj0)
-    return jnp.where(broadcast_per_graph(t_index) == 1, nll, kl)
+    return jnp.where(bp > 0, kl, nll)
 
 
 def simple_weight(beta_bar_t, num_timesteps: int):
@@ -248,7 +249,7 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     if loss_type == "simple":
         terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
     else:
-        terms = vb_terms(logits, adj0, adj_t, t_index, bb_t, bb_prev, rho)
+        terms = vb_terms(logits, adj0, adj_t, bb_t, bb_prev, rho)
     return pair_mean_loss(terms, node_mask, t_index)
 
 
