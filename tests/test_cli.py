@@ -230,3 +230,36 @@ def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):
     assert "trained 3 seeds for 3 epochs" in capsys.readouterr().out
     assert train_cli.main(argv + ["--seeds=0,x"]) == 2
     assert "--seeds 0,x: expected integers" in capsys.readouterr().err
+
+
+def test_compile_cache_dir_follows_the_environment(tmp_path):
+    from ddgjax.cli import compile_cache_dir
+
+    assert compile_cache_dir({"JAX_COMPILATION_CACHE_DIR": "/a", "DDGJAX_COMPILE_CACHE": "/b"}) == "/a"
+    assert compile_cache_dir({"DDGJAX_COMPILE_CACHE": "/b"}) == "/b"
+    for off in ("none", "OFF", "", "0"):
+        assert compile_cache_dir({"DDGJAX_COMPILE_CACHE": off}) is None
+    assert compile_cache_dir({"XDG_CACHE_HOME": "/c"}) == "/c/ddgjax/xla"
+    assert compile_cache_dir({}).endswith(os.path.join(".cache", "ddgjax", "xla"))
+
+
+def test_train_cli_keeps_its_compiled_programs(tmp_path):
+    """ddgjax-train fills $DDGJAX_COMPILE_CACHE (JAX's persistent cache), so the next run of
+    the model loads its programs; an unusable cache directory only warns."""
+    env = {k: v for k, v in ENV.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    cache = tmp_path / "cache"
+    res = subprocess.run([sys.executable, "train.py", "--config=configs/test.py",
+                          f"--workdir={tmp_path / 'wd'}", "--quiet",
+                          "--config.train.num_epochs=1"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, env={**env, "DDGJAX_COMPILE_CACHE": str(cache)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert any(cache.iterdir())
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = subprocess.run([sys.executable, "train.py", "--config=configs/test.py",
+                          f"--workdir={tmp_path / 'wd2'}", "--quiet",
+                          "--config.train.num_epochs=1"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300,
+                         env={**env, "DDGJAX_COMPILE_CACHE": str(blocker / "sub")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "warning: compile cache" in res.stderr

@@ -122,6 +122,46 @@ def maybe_initialize_distributed(coordinator: str = "", num_processes: int = 0,
         jax.distributed.initialize()
 
 
+COMPILE_CACHE_ENV = "DDGJAX_COMPILE_CACHE"
+CACHE_OFF = ("", "none", "off", "0")
+
+
+def compile_cache_dir(environ=os.environ) -> str | None:
+    """Where the commands keep compiled XLA programs between runs, or None (off).
+
+    ``$JAX_COMPILATION_CACHE_DIR`` when set (JAX's own setting wins); else
+    ``$DDGJAX_COMPILE_CACHE`` (``none``/``off``/empty: no cache); else
+    ``$XDG_CACHE_HOME/ddgjax/xla`` (``~/.cache/ddgjax/xla``).
+    """
+    if environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return environ["JAX_COMPILATION_CACHE_DIR"]
+    path = environ.get(COMPILE_CACHE_ENV)
+    if path is None:
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(base, "ddgjax", "xla")
+    return None if path.strip().lower() in CACHE_OFF else path
+
+
+def enable_compile_cache() -> str | None:
+    """Turn on JAX's persistent compilation cache in :func:`compile_cache_dir` (returned):
+    a second ``ddgjax-sample`` or ``ddgjax-train`` of the same model loads its programs
+    instead of compiling them again. A directory that cannot be created leaves the
+    cache off, with a warning; nothing else changes."""
+    import jax
+
+    path = compile_cache_dir()
+    if path is None:
+        return None
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        print(f"warning: compile cache {path}: {e.strerror or e}; compiling without it "
+              f"(set {COMPILE_CACHE_ENV}=none to silence this)", file=sys.stderr)
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    return path
+
+
 def parse_option_values(items, flag: str = "--option") -> dict:
     """``["grid=power:2", "final_pass=true", "eta=0.5"]`` -> ``{"grid": "power:2", ...}``.
 

@@ -72,6 +72,7 @@ def main(argv: list | None = None) -> int:
     if (code := cli.parse_flag_values(fv, argv)) is not None:
         return code
     logging.set_verbosity(logging.WARNING)  # Orbax logs every file operation at INFO
+    cli.enable_compile_cache()
     interrupts.sigterm_raises_interrupt()
     workdir = fv.workdir
     try:
