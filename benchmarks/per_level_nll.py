@@ -8,7 +8,8 @@ For bit-flip runs. Continuous-time models are probed at ``--levels`` (beta_bar v
 grid-trained ones at their trained levels nearest to those. Prints one row per level
 (means over graphs and ``--draws`` noise draws): pairs the noise flipped, NLL in bits
 per graph (model / blind), expected wrong pairs (model / blind), and the model's
-wrong pairs split into missed flips and false alarms.
+wrong pairs split into missed flips and false alarms, and the edges of A_0 beside the
+model's expected edge count (its calibration).
 """
 import argparse
 import json
@@ -99,7 +100,8 @@ def main():
 
     rows = []
     head = (f"{'beta_bar':>9} {'flipped':>8} {'nll':>9} {'blind_nll':>9} {'wrong':>8} "
-            f"{'blind_wrong':>11} {'missed':>7} {'(added':>7} {'removed)':>8} {'false_alarm':>11}")
+            f"{'blind_wrong':>11} {'missed':>7} {'(added':>7} {'removed)':>8} {'false_alarm':>11} "
+            f"{'edges':>7} {'E[edges]':>8}")
     print(f"{args.workdir} ({args.checkpoint}{', EMA' if args.ema else ''}); {B} {args.split} "
           f"graphs x {args.draws} draws; data density {density:.4f}, prior rho {rho:.4f}; "
           f"{int(pm.sum()) / B:.0f} pairs per graph; per-graph means (NLL in bits)")
@@ -115,7 +117,8 @@ def main():
         print(f"{bb:9.2e} {row['flipped']:8.2f} {row['nll_bits']:9.2f} "
               f"{row['blind_nll_bits']:9.2f} {row['wrong']:8.2f} {row['blind_wrong']:11.2f} "
               f"{row['missed']:7.2f} {row['missed_added']:7.2f} {row['missed_removed']:8.2f} "
-              f"{row['false_alarm']:11.2f}", flush=True)
+              f"{row['false_alarm']:11.2f} {row['edges']:7.1f} {row['expected_edges']:8.1f}",
+              flush=True)
     if args.out:
         meta = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
                 "compute_dtype": run.config.model.compute_dtype,

@@ -53,7 +53,9 @@ def level_stats(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mas
       ``float32[B]`` each: ``pairs``, ``flipped`` (pairs where ``A_t != A_0``),
       ``nll_bits`` and ``blind_nll_bits``, ``wrong`` and ``blind_wrong`` (expected wrong
       pairs), ``missed`` and ``false_alarm`` (the model's ``wrong`` on flipped / kept pairs),
-      and ``missed`` split into ``missed_added`` (noise added an edge) and ``missed_removed``.
+      and ``missed`` split into ``missed_added`` (noise added an edge) and ``missed_removed``;
+      ``edges`` (of ``A_0``) and ``expected_edges`` (the sum of the model's ``p(a_0 = 1)``
+      over the real pairs: a model calibrated on the edge count has them equal on average).
     """
     adj_t = q_sample(key, adj0, node_mask, beta_bar, rho)
     logits = denoise_fn(adj_t, node_mask, t_index, beta_bar).astype(jnp.float32)
@@ -73,4 +75,6 @@ def level_stats(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mas
         "false_alarm": per_graph(wrong, pm & ~flipped),
         "missed_added": per_graph(wrong, flipped & (adj0 < 0.5)),
         "missed_removed": per_graph(wrong, flipped & (adj0 > 0.5)),
+        "edges": per_graph(adj0),
+        "expected_edges": per_graph(jax.nn.sigmoid(logits)),
     }

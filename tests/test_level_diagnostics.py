@@ -51,3 +51,14 @@ def test_level_stats_bookkeeping():
     np.testing.assert_allclose(c["missed"], s["flipped"], atol=1e-4)
     np.testing.assert_allclose(c["nll_bits"], s["flipped"] * 40.0 / LN2, rtol=1e-3, atol=1e-6)
     assert float(jnp.sum(jnp.where(pair_mask(mask), adj0, 0))) > 0
+
+
+def test_expected_edges_is_the_sum_of_edge_probabilities():
+    adj0, mask = random_batch(5, [9, 7, 4], 10, p=0.3)
+    adj0, mask = jnp.asarray(adj0), jnp.asarray(mask)
+    pm = np.asarray(pair_mask(mask))
+    const = lambda a, m, tt, b: jnp.full(a.shape, np.log(0.25 / 0.75), jnp.float32)
+    s = level_stats(const, jax.random.key(0), adj0, mask, jnp.full((3,), 0.1),
+                    jnp.ones((3,), jnp.int32), 0.3, 0.3)
+    np.testing.assert_allclose(s["expected_edges"], 0.25 * pm.sum(axis=(1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(s["edges"], np.where(pm, np.asarray(adj0), 0).sum(axis=(1, 2)))
