@@ -77,13 +77,64 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+SIZE_CLASSES = ((1, 65), (66, 97), (98, 129), (130, 187))  # the training buckets' ranges
+
+
+def by_size(rows: list[dict]) -> list[dict]:
+    """Valid share, mean fitted blocks and failures per node-count class."""
+    out = []
+    for lo, hi in SIZE_CLASSES:
+        rs = [r for r in rows if lo <= r["nodes"] <= hi]
+        if rs:
+            out.append({"nodes": f"{lo}-{hi}", "graphs": len(rs),
+                        "valid": sum(r["fails"] is None for r in rs) / len(rs),
+                        "num_blocks_mean": float(np.mean([r["num_blocks"] for r in rs])),
+                        **{f"fails_{k}": sum(r["fails"] == k for r in rs) for k in RULES}})
+    return out
+
+
+def write_markdown(result: dict, path: str) -> str:
+    """The summary table and the by-size table of ``result``, written to ``path``."""
+    cols = [("graphs", "{:d}"), ("valid", "{:.1%}"), ("fails_blocks", "{:.1%}"),
+            ("fails_sizes", "{:.1%}"), ("fails_wald", "{:.1%}"), ("nodes_mean", "{:.1f}"),
+            ("edges_mean", "{:.1f}"), ("num_blocks_mean", "{:.2f}"),
+            ("min_block_mean", "{:.1f}"), ("max_block_mean", "{:.1f}"),
+            ("p_intra_mean", "{:.3f}"), ("p_inter_mean", "{:.4f}"), ("wald_p_mean", "{:.3f}")]
+    lines = [f"SBM test, fit: {result['fit']}", "",
+             "| set | " + " | ".join(c for c, _ in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for name, s in result["sets"].items():
+        lines.append(f"| {name} | " + " | ".join(fmt.format(s['summary'][c]) for c, fmt in cols)
+                     + " |")
+    lines += ["", "By node count:", "",
+              "| set | nodes | graphs | valid | mean fitted blocks | fails blocks / sizes / wald |",
+              "|---|---|---|---|---|---|"]
+    for name, s in result["sets"].items():
+        for r in by_size(s["graphs"]):
+            lines.append(f"| {name} | {r['nodes']} | {r['graphs']} | {r['valid']:.0%} | "
+                         f"{r['num_blocks_mean']:.1f} | {r['fails_blocks']} / {r['fails_sizes']}"
+                         f" / {r['fails_wald']} |")
+    text = "\n".join(lines) + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reference", default="spectre_sbm:test", metavar="PATH[:SPLIT]")
-    ap.add_argument("--generated", nargs="+", required=True, help="JSON graph lists")
+    ap.add_argument("--generated", nargs="+", help="JSON graph lists")
     ap.add_argument("--fit", default=None, choices=["graph-tool", "ddgjax", "auto"])
     ap.add_argument("--out", required=True, help="output path without extension")
+    ap.add_argument("--markdown_only", action="store_true",
+                    help="rewrite OUT.md from an existing OUT.json (no fit)")
     args = ap.parse_args()
+    if args.markdown_only:
+        with open(args.out + ".json") as f:
+            print(write_markdown(json.load(f), args.out + ".md"))
+        return
+    if not args.generated:
+        ap.error("--generated is required (unless --markdown_only)")
 
     sets = {"reference " + args.reference: load_graphs(args.reference, "--reference")[0]}
     generated = []
@@ -100,19 +151,7 @@ def main() -> None:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".json", "w") as f:
         json.dump(result, f, indent=1)
-    cols = [("graphs", "{:d}"), ("valid", "{:.1%}"), ("fails_blocks", "{:.1%}"),
-            ("fails_sizes", "{:.1%}"), ("fails_wald", "{:.1%}"), ("nodes_mean", "{:.1f}"),
-            ("edges_mean", "{:.1f}"), ("num_blocks_mean", "{:.2f}"), ("p_intra_mean", "{:.3f}"),
-            ("p_inter_mean", "{:.4f}"), ("wald_p_mean", "{:.3f}")]
-    lines = [f"SBM test, fit: {result['fit']}", "",
-             "| set | " + " | ".join(c for c, _ in cols) + " |",
-             "|---|" + "---|" * len(cols)]
-    for name, s in result["sets"].items():
-        lines.append(f"| {name} | " + " | ".join(fmt.format(s['summary'][c]) for c, fmt in cols)
-                     + " |")
-    with open(args.out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print(write_markdown(result, args.out + ".md"))
 
 
 if __name__ == "__main__":
