@@ -68,7 +68,7 @@ def main() -> None:
         graphs, t0 = [], time.time()
         for seed in seeds:
             res = generate(run, args.num, seed=seed, batch_size=args.num, num_steps=num_steps,
-                           node_counts=counts, timing=False, grid=grid)
+                           node_counts=counts, grid=grid)
             graphs += res["graphs"]
         seconds = time.time() - t0
         blocks, label = sbm_partitions(graphs, fit=args.fit)

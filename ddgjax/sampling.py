@@ -123,6 +123,26 @@ def compiled_sampler(model, sampler: Sampler):
     return _COMPILED[key]
 
 
+_EXECUTABLES: dict = {}
+
+
+def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
+                       node_mask: jax.Array) -> tuple[Any, float]:
+    """``(executable, compile_seconds)``: :func:`compiled_sampler` compiled ahead of time
+    for these arguments' shapes and shardings, once per process (``compile_seconds`` is
+    0 when it was compiled before). Lets ``generate`` time compiling and sampling apart
+    in one sampling pass."""
+    sig = (model, sampler, jax.tree_util.tree_structure(params),
+           tuple((a.shape, a.dtype) for a in jax.tree_util.tree_leaves(params)),
+           keys.shape, node_mask.shape, node_mask.sharding)
+    if sig in _EXECUTABLES:
+        return _EXECUTABLES[sig], 0.0
+    t0 = time.time()
+    exe = compiled_sampler(model, sampler).lower(params, keys, node_mask).compile()
+    _EXECUTABLES[sig] = exe
+    return exe, time.time() - t0
+
+
 def graph_keys(seed: int, first: int, count: int) -> jax.Array:
     """``[count]`` keys ``fold_in(key(seed), i)`` for request indices ``first .. first+count-1``."""
     return graph_keys_at(seed, np.arange(first, first + count))
@@ -164,24 +184,25 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
 
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
              num_steps: int | None = None, node_counts: np.ndarray | None = None,
-             return_chain: bool = False, progress=None, timing: bool = True,
+             return_chain: bool = False, progress=None,
              devices=None, buckets: bool | None = None, **sampler_options) -> dict:
     """Sample ``num_samples`` graphs.
 
     Node counts come from the training split's distribution (seeded by
     ``seed``) unless given. Batches all have ``batch_size`` graphs (the last is
-    padded with empty graphs) so the sampler compiles once. ``sampler_options``
+    padded with empty graphs) so the sampler compiles once per shape (ahead of the
+    first batch, timed apart: each graph is sampled once). ``sampler_options``
     go to the process's sampler (bit flips: ``algorithm=1|2``; Gaussian:
-    ``eta``, ``clip_x0``); ``None`` values mean the run's default. With ``timing`` a
-    request that fits one batch is sampled a second time, compiled, to time it.
+    ``eta``, ``clip_x0``); ``None`` values mean the run's default.
     ``devices`` (default: all) are the devices the batch is split over. ``buckets``
     (None: the run's ``config.data.buckets``; False: none) groups the graphs by size
     bucket (module docstring); ``batch_size`` is then the batch at ``max_nodes`` and
     smaller buckets take more graphs per batch.
 
     Returns a dict with ``adj`` (``uint8[M, N, N]``), ``num_nodes`` (``[M]``),
-    ``graphs`` (networkx), ``seconds`` (sampling time without the first
-    compile), ``compile_seconds``, ``graphs_per_second``, the sampler's ``info``
+    ``graphs`` (networkx), ``seconds`` (sampling time, compiling excluded),
+    ``compile_seconds`` (0 for shapes compiled by an earlier call),
+    ``graphs_per_second``, the sampler's ``info``
     (as ``sampler`` and merged in: ``num_steps``, and e.g. ``algorithm``), and ``chain``
     (``[M, K+1, N, N]``) if asked. ``progress(done, total)`` is called with
     ``done=0`` before the first batch (which compiles) and after every batch.
@@ -212,12 +233,11 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
                             "(config.data.buckets)")
     groups = _groups(node_counts, run.max_nodes, bounds, batch_size, n_dev)
     sharding = batch_sharded(mesh)
-    fn = compiled_sampler(run.model, sampler)
     params = replicate(run.params, mesh)
     n_max = run.max_nodes
     out_adj = np.zeros((num_samples, n_max, n_max), np.uint8)
     out_chain = None
-    t_compile, t_run, timed, done = 0.0, 0.0, 0, 0
+    t_compile, t_run, done = 0.0, 0.0, 0
     if progress is not None:
         progress(0, num_samples)
     for size, members, bsz in groups:
@@ -233,19 +253,12 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
             slots = np.concatenate([real, pad])
             keys = jax.device_put(graph_keys_at(seed, slots), sharding)
             mask = put_global(node_mask_from_counts(counts, size), sharding)
-            t0 = time.time()
-            res = jax.block_until_ready(fn(params, keys, mask))
-            dt = time.time() - t0
-            if b == 0:  # the first batch of a shape compiles
+            if b == 0:  # one executable per batch shape
+                exe, dt = sampler_executable(run.model, sampler, params, keys, mask)
                 t_compile += dt
-                if num_batches == 1 and timing:  # time a second, compiled call for graphs/s
-                    t0 = time.time()
-                    jax.block_until_ready(fn(params, keys, mask))
-                    t_run += time.time() - t0
-                    timed += len(real)
-            else:
-                t_run += dt
-                timed += len(real)
+            t0 = time.time()
+            res = jax.block_until_ready(exe(params, keys, mask))
+            t_run += time.time() - t0
             adj = res[0] if return_chain else res
             out_adj[real, :size, :size] = np.asarray(adj, dtype=np.uint8)[:len(real)]
             if return_chain:
@@ -259,7 +272,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     adj = out_adj
     result = {"adj": adj, "num_nodes": node_counts, "graphs": batch_to_graphs(adj, node_counts),
               "seconds": t_run, "compile_seconds": t_compile,
-              "graphs_per_second": (timed / t_run) if t_run > 0 else float("nan"),
+              "graphs_per_second": (num_samples / t_run) if t_run > 0 else float("nan"),
               "algorithm": sampler.info.get("algorithm"), **sampler.info,
               "sampler": sampler.info}
     if bounds:

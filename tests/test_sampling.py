@@ -104,8 +104,30 @@ def test_sampler_compiles_once_per_shape(module, fn, monkeypatch, tmp_path):
     run = sampling.load_run(str(wd))
     monkeypatch.setattr(module, fn, chex.assert_max_traces(getattr(module, fn), n=1))
     monkeypatch.setattr(sampling, "_COMPILED", {})
+    monkeypatch.setattr(sampling, "_EXECUTABLES", {})
     for seed in range(3):
         sampling.generate(run, 8, seed=seed, batch_size=4, num_steps=3)
+
+
+def test_each_batch_is_sampled_once_and_compiling_is_timed_apart(monkeypatch):
+    """generate compiles a batch shape ahead of its first batch (compile_seconds), runs
+    every batch exactly once (seconds), and a later call of the same shape compiles
+    nothing."""
+    run = sampling.load_run(str(OLD_RUN))
+    monkeypatch.setattr(sampling, "_EXECUTABLES", {})
+    calls = []
+    real = sampling.sampler_executable
+
+    def counting(*args):
+        exe, dt = real(*args)
+        return (lambda *a: calls.append(1) or exe(*a)), dt
+
+    monkeypatch.setattr(sampling, "sampler_executable", counting)
+    first = sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
+    assert len(calls) == 3 and first["compile_seconds"] > 0 and first["seconds"] > 0
+    again = sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
+    assert len(calls) == 6 and again["compile_seconds"] == 0.0
+    np.testing.assert_array_equal(first["adj"], again["adj"])
 
 
 def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
