@@ -232,10 +232,11 @@ def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):
     assert "--seeds 0,x: expected integers" in capsys.readouterr().err
 
 
-def test_compile_cache_dir_follows_the_environment(tmp_path):
+def test_compile_cache_dir_follows_the_environment():
     from ddgjax.cli import compile_cache_dir
 
-    assert compile_cache_dir({"JAX_COMPILATION_CACHE_DIR": "/a", "DDGJAX_COMPILE_CACHE": "/b"}) == "/a"
+    both = {"JAX_COMPILATION_CACHE_DIR": "/a", "DDGJAX_COMPILE_CACHE": "/b"}
+    assert compile_cache_dir(both) == "/a"
     assert compile_cache_dir({"DDGJAX_COMPILE_CACHE": "/b"}) == "/b"
     for off in ("none", "OFF", "", "0"):
         assert compile_cache_dir({"DDGJAX_COMPILE_CACHE": off}) is None
