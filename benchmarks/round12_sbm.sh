@@ -24,8 +24,7 @@ python train.py --config configs/best.py:spectre_sbm --workdir $RUNS/sbm_best --
 stop_at "${SBM_SECONDS:-500}" $!
 echo "training stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
-if grep -q '"event": "end"' $RUNS/sbm_best/metrics.jsonl 2>/dev/null \
-   && [ "$(tail -1 $RUNS/sbm_best/metrics.jsonl | grep -c '"event": "end"')" = 1 ]; then
+if tail -1 $RUNS/sbm_best/metrics.jsonl 2>/dev/null | grep -q '"event": "end"'; then
   ( for ck in best_val latest; do
       python benchmarks/vun_eval.py --workdir $RUNS/sbm_best --checkpoint $ck --ema \
         --validity none --protocol spectre --seeds 5 --num_samples 40 ${VUN_EXTRA:-} \

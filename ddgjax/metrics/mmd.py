@@ -87,16 +87,15 @@ class Protocol:
         return tuple(self.kernels)
 
 
+# The paper's (GraphRNN's) kernels: EMD on degree and clustering histograms, L2 on orbits.
+_PAPER_KERNELS = {
+    "degree": KernelSpec("emd", 1.0),
+    "clustering": KernelSpec("emd", 0.1, bin_width=1.0 / 100),
+    "orbit": KernelSpec("l2", 30.0, histogram=False),
+}
+
 PROTOCOLS = {
-    "paper": Protocol(
-        name="paper",
-        kernels={
-            "degree": KernelSpec("emd", 1.0),
-            "clustering": KernelSpec("emd", 0.1, bin_width=1.0 / 100),
-            "orbit": KernelSpec("l2", 30.0, histogram=False),
-        },
-        strip_generated=True,
-    ),
+    "paper": Protocol(name="paper", kernels=_PAPER_KERNELS, strip_generated=True),
     "spectre": Protocol(
         name="spectre",
         kernels={
@@ -109,16 +108,9 @@ PROTOCOLS = {
     ),
     # SPECTRE's Community-20 as DiGress and GRAN report it (their ``compute_emd=True``):
     # the paper protocol's kernels on the SPECTRE statistics, generated graphs as given.
-    "spectre_emd": Protocol(
-        name="spectre_emd",
-        kernels={
-            "degree": KernelSpec("emd", 1.0),
-            "clustering": KernelSpec("emd", 0.1, bin_width=1.0 / 100),
-            "orbit": KernelSpec("l2", 30.0, histogram=False),
-            "spectral": KernelSpec("emd", 1.0),
-        },
-        strip_generated=False,
-    ),
+    "spectre_emd": Protocol(name="spectre_emd",
+                            kernels={**_PAPER_KERNELS, "spectral": KernelSpec("emd", 1.0)},
+                            strip_generated=False),
 }
 
 
