@@ -30,7 +30,8 @@ sys.path.insert(0, REPO)
 
 from ddgjax.evaluate import load_graphs  # noqa: E402
 from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
-from ddgjax.metrics.validity import sbm_block_counts, sbm_wald_pvalue  # noqa: E402
+from ddgjax.metrics.validity import (sbm_block_counts, sbm_first_failure,  # noqa: E402
+                                     sbm_wald_pvalue)
 
 RULES = ("blocks", "sizes", "wald")
 
@@ -49,14 +50,7 @@ def describe(g, blocks) -> dict:
     row.update(p_intra=float(intra.mean()),
                p_inter=float(inter.mean()) if inter.size else float("nan"),
                wald_p=sbm_wald_pvalue(sizes, e))
-    if not 2 <= n_b <= 5:
-        row["fails"] = "blocks"
-    elif sizes.min() < 20 or sizes.max() > 40:
-        row["fails"] = "sizes"
-    elif row["wald_p"] <= 0.9:
-        row["fails"] = "wald"
-    else:
-        row["fails"] = None
+    row["fails"] = sbm_first_failure(sizes, e)
     return row
 
 

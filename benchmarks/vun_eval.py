@@ -15,6 +15,7 @@ import json
 import os
 import sys
 
+import jax
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,8 +64,6 @@ def main() -> None:
     num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
     os.makedirs(args.out, exist_ok=True)
     per_seed = []
-    import jax
-
     device = jax.devices()[0].device_kind
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         res = generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,

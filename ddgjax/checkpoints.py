@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zlib
 from typing import Any
 
 import jax
@@ -70,13 +71,14 @@ def _manager(workdir: str, kind: str, create: bool = True,
     if kind not in KINDS:
         raise ValueError(f"unknown checkpoint kind {kind!r}; expected one of {KINDS}")
     path = os.path.abspath(os.path.join(workdir, "checkpoints", kind))
-    # Each kind's barriers get their own names: with several processes, the background
-    # threads of two asynchronous managers (best and latest) otherwise meet at one
+    # Each manager's barriers get their own names (kind and directory): with several
+    # processes, the background threads of concurrent asynchronous managers (best and
+    # latest; the runs of train_seeds, which save the same step) otherwise meet at one
     # barrier name and fail ("Barrier ... is already ongoing").
     options = ocp.CheckpointManagerOptions(
         max_to_keep=1, create=create, enable_async_checkpointing=asynchronous,
         multiprocessing_options=ocp.options.MultiprocessingOptions(
-            barrier_sync_key_prefix=f"ddgjax_{kind}"))
+            barrier_sync_key_prefix=f"ddgjax_{kind}_{zlib.crc32(path.encode()):08x}"))
     return ocp.CheckpointManager(path, options=options)
 
 

@@ -132,9 +132,8 @@ def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
     for these arguments' shapes and shardings, once per process (``compile_seconds`` is
     0 when it was compiled before). Lets ``generate`` time compiling and sampling apart
     in one sampling pass."""
-    sig = (model, sampler, jax.tree_util.tree_structure(params),
-           tuple((a.shape, a.dtype) for a in jax.tree_util.tree_leaves(params)),
-           keys.shape, node_mask.shape, node_mask.sharding)
+    leaves, tree = jax.tree_util.tree_flatten((params, keys, node_mask))
+    sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves))
     if sig in _EXECUTABLES:
         return _EXECUTABLES[sig], 0.0
     t0 = time.time()

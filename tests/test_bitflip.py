@@ -216,7 +216,12 @@ def test_vb_terms_reconstruct_wherever_the_previous_level_is_zero():
     logits = jnp.asarray(np.random.default_rng(1).normal(size=adj0.shape), jnp.float32)
     last = bitflip.vb_terms(logits, adj0, adj_t, bt, jnp.zeros((B,)))
     np.testing.assert_allclose(last, bitflip.binary_nll(logits, adj0), rtol=1e-6)
-    inner = bitflip.vb_terms(logits, adj0, adj_t, bt, jnp.full((B,), s.beta_bar[2]))
+    bp = jnp.full((B,), s.beta_bar[2])
+    inner = bitflip.vb_terms(logits, adj0, adj_t, bt, bp)
+    b3 = lambda x: x[:, None, None]
+    kl = bitflip.binary_kl(*bitflip.q_posterior_probs(adj_t, adj0, b3(bt), b3(bp)),
+                           *bitflip.p_prev_probs(logits, adj_t, b3(bt), b3(bp)))
+    np.testing.assert_allclose(inner, kl, rtol=1e-6)
     assert not np.allclose(inner, last)
 
 

@@ -294,8 +294,14 @@ def test_interrupted_training_says_where_to_resume(run_copy, monkeypatch):
     cfg = test_config.get_config()
     cfg.train.num_epochs = 10
     with pytest.raises(training.TrainingInterrupted, match=r"^interrupted at epoch \d+; resume "
-                                                           r"with the same command"):
+                                                           r"with the same command") as err:
         training.train(cfg, str(run_copy), verbose=False)
+    # the epoch it names as the resume point is the newest checkpoint's
+    saved = checkpoints.restore_meta(str(run_copy), "latest")["epoch"]
+    assert saved == 6
+    message = str(err.value)
+    assert message.endswith(f"checkpoint of epoch {saved})") or (
+        message == f"interrupted at epoch {saved}; resume with the same command"), message
 
 
 def test_a_signal_while_a_write_is_in_flight_waits_for_it(run_copy, monkeypatch, capsys):

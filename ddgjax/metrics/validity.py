@@ -77,13 +77,23 @@ def sbm_wald_pvalue(sizes, e, p_intra: float = SBM_P_INTRA,
     return float(p.mean())
 
 
+def sbm_first_failure(sizes, e, p_intra: float = SBM_P_INTRA,
+                      p_inter: float = SBM_P_INTER) -> str | None:
+    """The first rule of the SBM test that fitted blocks break, in the test's order:
+    ``"blocks"`` (not 2-5 blocks), ``"sizes"`` (a block outside 20-40 nodes), ``"wald"``
+    (mean Wald p-value <= 0.9); None when they pass."""
+    sizes = np.asarray(sizes)
+    if len(sizes) < 2 or len(sizes) > 5:
+        return "blocks"
+    if sizes.min() < 20 or sizes.max() > 40:
+        return "sizes"
+    return None if sbm_wald_pvalue(sizes, e, p_intra, p_inter) > 0.9 else "wald"
+
+
 def sbm_blocks_pass(sizes, e, p_intra: float = SBM_P_INTRA,
                     p_inter: float = SBM_P_INTER) -> bool:
     """The test on fitted blocks: 2-5 blocks of 20-40 nodes, mean Wald p-value > 0.9."""
-    sizes = np.asarray(sizes)
-    if len(sizes) < 2 or len(sizes) > 5 or sizes.min() < 20 or sizes.max() > 40:
-        return False
-    return sbm_wald_pvalue(sizes, e, p_intra, p_inter) > 0.9
+    return sbm_first_failure(sizes, e, p_intra, p_inter) is None
 
 
 def sbm_validity(graphs: Sequence[nx.Graph], fit: str | None = None, seed: int = 0,
