@@ -33,5 +33,7 @@ if tail -1 $RUNS/sbm_best/metrics.jsonl 2>/dev/null | grep -q '"event": "end"'; 
     done ) &
   stop_at "${HARD_SECONDS:-540}" $!
 fi
+# processes started beside this script (ALSO_PIDS) finish before the results are packed
+[ -n "${ALSO_PIDS:-}" ] && stop_at "${HARD_SECONDS:-540}" $ALSO_PIDS
 pack_sbm
 pack_results

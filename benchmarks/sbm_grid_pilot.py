@@ -1,9 +1,20 @@
-"""Does the sampling grid change how SBM samples fail? The same model, the same node
-counts and seeds, sampled on several grids; each arm's graphs go through the SBM test
+"""Does the sampler change how SBM samples fail? The same model, the same node counts
+and seeds, sampled with several sampler settings ("arms": grids, step counts,
+algorithms, levers); each arm's graphs go through the SBM test
 (``benchmarks/sbm_failures.py``'s per-graph description, graph-tool's fit when found).
 
     python benchmarks/sbm_grid_pilot.py --workdir W --checkpoint best_val --ema \
         --nodes 66-96 --num 20 --seeds 0,1 --grids power:3,uniform --out OUT
+    python benchmarks/sbm_grid_pilot.py --workdir W --checkpoint latest --ema \
+        --nodes 44-187 --num 40 --seeds 0,1 --fit ddgjax --out OUT \
+        --arms "a2_64:steps=64;a2_256:steps=256;a1_64:steps=64,algorithm=1"
+    python benchmarks/sbm_grid_pilot.py --refit OUT.json --fit graph-tool --out OUT_gt
+
+``--arms``: ``NAME:KEY=VALUE,...`` separated by ``;``; ``steps`` is the number of
+sampling steps (default ``--num_steps``), every other key a sampler option
+(``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...). Without it, one arm
+per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output again
+(e.g. with graph-tool on a CPU after sampling on a GPU) without sampling.
 
 Node counts: ``--num`` draws (seed 0) from the training graphs' counts in ``--nodes``,
 the same list for every arm. No test graphs are read: validity is a property of each
@@ -32,21 +43,76 @@ from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
 from ddgjax.sampling import generate, load_run  # noqa: E402
 
 
+def parse_arms(text: str) -> dict[str, dict]:
+    """``"a:steps=64,grid=power:3;b:algorithm=1"`` -> ``{"a": {...}, "b": {...}}`` (values
+    parsed as int, then float, else kept as strings)."""
+    arms = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, _, body = part.partition(":")
+        if not name or name in arms:
+            sys.exit(f"sbm_grid_pilot.py: --arms: expected NAME:KEY=VALUE,... with distinct "
+                     f"names, got {part!r}")
+        options = {}
+        for item in filter(None, body.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                sys.exit(f"sbm_grid_pilot.py: --arms {name}: expected KEY=VALUE, got {item!r}")
+            for cast in (int, float):
+                try:
+                    value = cast(value)
+                    break
+                except ValueError:
+                    pass
+            options[key] = value
+        arms[name] = options
+    return arms
+
+
+def fit_arm(graphs, fit) -> tuple[list[dict], str]:
+    blocks, label = sbm_partitions(graphs, fit=fit)
+    return [describe(g, b) for g, b in zip(graphs, blocks)], label
+
+
+def graphs_of(arm: dict):
+    """The networkx graphs saved in an arm of an earlier output."""
+    import networkx as nx
+    out = []
+    for n, edges in zip(arm["num_nodes"], arm["edges"]):
+        g = nx.Graph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(map(tuple, edges))
+        out.append(g)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--workdir")
     ap.add_argument("--checkpoint", default="best_val", choices=["latest", "best", "best_val"])
     ap.add_argument("--ema", action="store_true")
     ap.add_argument("--nodes", default="66-96", help="LO-HI: node counts of the samples")
     ap.add_argument("--num", type=int, default=20, help="graphs per arm and seed")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--grids", default="power:3,uniform")
+    ap.add_argument("--arms", default="", help="NAME:KEY=VALUE,...;... (module docstring)")
     ap.add_argument("--num_steps", type=int, default=0, help="0: the run's config")
     ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"])
     ap.add_argument("--fit", default=None, choices=["graph-tool", "ddgjax", "auto"])
+    ap.add_argument("--refit", default="", help="an earlier OUT.json: fit its graphs again")
     ap.add_argument("--out", required=True, help="output path without extension")
     args = ap.parse_args()
 
+    if args.refit:
+        with open(args.refit) as f:
+            result = json.load(f)
+        for name, arm in result["arms"].items():
+            rows, result["fit"] = fit_arm(graphs_of(arm), args.fit)
+            arm.update(summary=summarize(rows), graphs=rows)
+            print(name, json.dumps(arm["summary"]), flush=True)
+        write(result, args.out)
+        return
+    if not args.workdir:
+        sys.exit("sbm_grid_pilot.py: --workdir is required (or --refit)")
     import jax
 
     run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
@@ -60,41 +126,56 @@ def main() -> None:
     counts = np.random.default_rng(0).choice(pool, size=args.num).astype(np.int32)
     num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
     seeds = [int(s) for s in args.seeds.split(",")]
+    arms = (parse_arms(args.arms) if args.arms
+            else {grid: {"grid": grid} for grid in args.grids.split(",")})
     result = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
               "checkpoint_epoch": run.meta.get("epoch"), "node_counts": counts.tolist(),
+              "nodes": args.nodes, "num": args.num,
               "seeds": seeds, "num_steps": num_steps, "device": jax.devices()[0].device_kind,
               "compute_dtype": str(cfg.model.compute_dtype), "arms": {}}
-    for grid in args.grids.split(","):
+    for name, options in arms.items():
+        options = dict(options)
+        steps = int(options.pop("steps", 0)) or num_steps
         graphs, t0 = [], time.time()
         for seed in seeds:
-            res = generate(run, args.num, seed=seed, batch_size=args.num, num_steps=num_steps,
-                           node_counts=counts, grid=grid)
+            res = generate(run, args.num, seed=seed, batch_size=args.num, num_steps=steps,
+                           node_counts=counts, **options)
             graphs += res["graphs"]
         seconds = time.time() - t0
-        blocks, label = sbm_partitions(graphs, fit=args.fit)
-        rows = [describe(g, b) for g, b in zip(graphs, blocks)]
-        result["fit"] = label
-        result["arms"][grid] = {"summary": summarize(rows), "sample_seconds": seconds,
+        rows, result["fit"] = fit_arm(graphs, args.fit)
+        result["arms"][name] = {"options": options, "num_steps": steps,
+                                "summary": summarize(rows), "sample_seconds": seconds,
                                 "graphs": rows,
+                                "num_nodes": [g.number_of_nodes() for g in graphs],
                                 "edges": [sorted(map(list, g.edges())) for g in graphs]}
-        print(grid, json.dumps(result["arms"][grid]["summary"]), flush=True)
-    with open(args.out + ".json", "w") as f:
+        print(name, json.dumps(result["arms"][name]["summary"]), flush=True)
+        write(result, args.out, quiet=True)  # after every arm: a stopped run keeps its arms
+    write(result, args.out)
+
+
+def write(result: dict, out: str, quiet: bool = False) -> None:
+    """``OUT.json`` and the table ``OUT.md``."""
+    with open(out + ".json", "w") as f:
         json.dump(result, f)
     cols = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",
             "num_blocks_mean", "min_block_mean", "max_block_mean")
-    lines = [f"SBM grid pilot: {args.workdir} ({args.checkpoint}, epoch "
-             f"{result['checkpoint_epoch']}), {args.num} graphs x seeds {args.seeds}, node "
-             f"counts {lo}-{hi}, {num_steps} steps, {result['device']} "
-             f"{result['compute_dtype']}; fit: {result['fit']}", "",
-             "| grid | " + " | ".join(cols) + " | sampling s |", "|---|" + "---|" * (len(cols) + 1)]
-    for grid, arm in result["arms"].items():
+    lines = [f"SBM sampler pilot: {result['workdir']} ({result['checkpoint']}, epoch "
+             f"{result['checkpoint_epoch']}), {result.get('num', '?')} graphs x seeds "
+             f"{','.join(map(str, result['seeds']))}, node counts {result.get('nodes', '66-96')}, "
+             f"{result['device']} {result['compute_dtype']}; fit: {result['fit']}", "",
+             "| arm | steps | options | " + " | ".join(cols) + " | sampling s |",
+             "|---|---|---|" + "---|" * (len(cols) + 1)]
+    for name, arm in result["arms"].items():
         s = arm["summary"]
         cells = [f"{s[c]:.1%}" if c.startswith(("valid", "fails")) else
                  (str(s[c]) if isinstance(s[c], int) else f"{s[c]:.2f}") for c in cols]
-        lines.append(f"| {grid} | " + " | ".join(cells) + f" | {arm['sample_seconds']:.0f} |")
-    with open(args.out + ".md", "w") as f:
+        opts = ", ".join(f"{k}={v}" for k, v in arm.get("options", {"grid": name}).items())
+        lines.append(f"| {name} | {arm.get('num_steps', result['num_steps'])} | {opts} | "
+                     + " | ".join(cells) + f" | {arm['sample_seconds']:.0f} |")
+    with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not quiet:
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
