@@ -2,6 +2,11 @@
 
     python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
 
+The run is ``--chunks`` jitted calls (checkpoint boundaries) of ``epochs / chunks``
+epochs. ``ms_per_step`` is the steady state of the whole loop after the first call
+(checkpoint saves and their final wait included); ``chunk_ms_per_step`` only the time
+in the jitted calls after the first (the training steps themselves).
+
 CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
 ``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.
 """
@@ -32,6 +37,8 @@ def main():
     ap.add_argument("configs", nargs="+")
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--out", default="")
+    ap.add_argument("--chunks", type=int, default=2,
+                    help="jitted calls (checkpoint boundaries) per run; the first compiles")
     ap.add_argument("--option", action="append", default=[],
                     help="config override KEY=VALUE (e.g. model.ppgn.fused=true), repeatable")
     args = ap.parse_args()
@@ -41,18 +48,26 @@ def main():
         cfg = load(path)
         apply_options(cfg, args.option)
         cfg.train.num_epochs = args.epochs
-        cfg.train.checkpoint_every_epochs = args.epochs // 2
+        if args.chunks < 2 or args.epochs % args.chunks:
+            sys.exit(f"epoch_times.py: --epochs {args.epochs} must be a multiple of --chunks "
+                     f"{args.chunks} (>= 2)")
+        per_chunk = args.epochs // args.chunks
+        cfg.train.checkpoint_every_epochs = per_chunk
         wd = tempfile.mkdtemp()
         t0 = time.time()
         s = training.train(cfg, wd, verbose=False)
         # the first chunk includes compilation; the second is steady state
-        steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs // 2)
+        steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs - per_chunk)
+        steady_steps = (args.epochs - per_chunk) * s["steps_per_epoch"]
         import jax
         rows.append({"config": path, "options": args.option, "devices": len(jax.devices()),
                      "device_kind": jax.devices()[0].device_kind, "epochs": args.epochs, "total_s": time.time() - t0,
                      "first_call_s": s["first_call_seconds"], "s_per_epoch": steady,
                      "steps_per_epoch": s["steps_per_epoch"],
-                     "ms_per_step": 1e3 * steady / s["steps_per_epoch"]})
+                     "ms_per_step": 1e3 * steady / s["steps_per_epoch"],
+                     "chunk_ms_per_step": 1e3 * (s["chunk_seconds"] - s["first_call_seconds"])
+                     / steady_steps,
+                     "checkpoint_s": s["checkpoint_seconds"], "chunks": args.chunks})
         print(rows[-1], flush=True)
         shutil.rmtree(wd)
     if args.out:
