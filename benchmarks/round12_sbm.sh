@@ -7,6 +7,7 @@
 #   * when training has reached its last epoch: 5 sampling seeds x 40 graphs (the test
 #     split's size) at the config's 64 steps from best_val (EMA), and from latest, MMDs
 #     with the SPECTRE protocol (validity is decided later by graph-tool on a CPU);
+#     (not with SKIP_SAMPLING=1);
 #   * everything stops by $HARD_SECONDS; the workdir comes back in 15 MiB parts.
 # Usage: bash benchmarks/round12_sbm.sh OUT
 set -uo pipefail
@@ -24,7 +25,7 @@ python train.py --config configs/best.py:spectre_sbm --workdir $RUNS/sbm_best --
 stop_at "${SBM_SECONDS:-500}" $!
 echo "training stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 cp $RUNS/sbm_best/metrics.jsonl "$OUT/res/sbm_metrics.jsonl" 2>/dev/null
-if tail -1 $RUNS/sbm_best/metrics.jsonl 2>/dev/null | grep -q '"event": "end"'; then
+if [ -z "${SKIP_SAMPLING:-}" ] && tail -1 $RUNS/sbm_best/metrics.jsonl 2>/dev/null | grep -q '"event": "end"'; then
   ( for ck in best_val latest; do
       python benchmarks/vun_eval.py --workdir $RUNS/sbm_best --checkpoint $ck --ema \
         --validity none --protocol spectre --seeds 5 --num_samples 40 ${VUN_EXTRA:-} \
