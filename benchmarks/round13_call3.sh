@@ -15,7 +15,7 @@ for steps in 64 1024; do
   [ $steps = 1024 ] && [ -n "${SKIP_1024:-}" ] && continue
   timeout 200 python benchmarks/vun_eval.py --workdir $W --checkpoint ${CKPT:-best_val} --ema \
     --validity none --protocol spectre --seeds 5 --num_samples 40 --num_steps $steps \
-    ${!opts:-} --name spectre_sbm_${NAME:-best}_T$steps --out "$OUT/res/samples" \
+    ${!opts:-} --name spectre_sbm_${NAME:-best}$([ $steps = 64 ] || echo _T$steps) --out "$OUT/res/samples" \
     > "$OUT/res/vun_T$steps.log" 2>&1
   echo "sampled T=$steps rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
 done
