@@ -6,6 +6,7 @@
 #   P4: once training has ended (before $HARD_SECONDS - 150 s), the new latest.
 # Usage: bash benchmarks/round13_call2.sh OUT
 set -uo pipefail
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # several JAX processes share the GPU
 OUT=$1
 mkdir -p "$OUT/res"
 W=.devdata/sbm_r11/sbm_best

@@ -6,6 +6,7 @@
 # graph-tool on a CPU afterwards (--refit).
 # Usage: bash benchmarks/round13_sbm.sh OUT
 set -uo pipefail
+export XLA_PYTHON_CLIENT_PREALLOCATE=false  # several JAX processes share the GPU
 OUT=$1
 mkdir -p "$OUT/res"
 ARMS=${ARMS:-"a2_64:steps=64;a1_64:steps=64,algorithm=1;mix05_64:steps=64,algorithm=1,renoise_mix=0.5;a2_256:steps=256;a2_1024:steps=1024;a1_256:steps=256,algorithm=1;ls08_64:steps=64,logit_scale=0.8;a2_128:steps=128"}
