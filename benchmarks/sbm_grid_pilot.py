@@ -13,7 +13,7 @@ algorithms, levers); each arm's graphs go through the SBM test
 ``--arms``: ``NAME:KEY=VALUE,...`` separated by ``;``; ``steps`` is the number of
 sampling steps (default ``--num_steps``), every other key a sampler option
 (``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...). Without it, one arm
-per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output again
+per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output (``.json`` or ``.json.gz``) again
 (e.g. with graph-tool on a CPU after sampling on a GPU) without sampling.
 
 Node counts: ``--num`` draws (seed 0) from the training graphs' counts in ``--nodes``,
@@ -103,7 +103,8 @@ def main() -> None:
     args = ap.parse_args()
 
     if args.refit:
-        with open(args.refit) as f:
+        import gzip
+        with (gzip.open if args.refit.endswith(".gz") else open)(args.refit, "rt") as f:
             result = json.load(f)
         for name, arm in result["arms"].items():
             rows, result["fit"] = fit_arm(graphs_of(arm), args.fit)
