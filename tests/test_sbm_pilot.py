@@ -1,0 +1,57 @@
+"""benchmarks/sbm_grid_pilot.py: the sampler arms it parses and the refit of saved graphs."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+
+import sbm_grid_pilot  # noqa: E402
+from sbm_failures import describe  # noqa: E402
+
+from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
+
+
+def test_arms_parse_steps_options_and_types():
+    arms = sbm_grid_pilot.parse_arms("a:steps=64,grid=power:3; b:algorithm=1,logit_scale=0.9;")
+    assert arms == {"a": {"steps": 64, "grid": "power:3"},
+                    "b": {"algorithm": 1, "logit_scale": 0.9}}
+    assert isinstance(arms["a"]["steps"], int) and isinstance(arms["b"]["logit_scale"], float)
+
+
+@pytest.mark.parametrize("text", ["a:steps", "a:steps=1;a:steps=2", ":steps=1"])
+def test_bad_arms_exit_with_the_option_named(text):
+    with pytest.raises(SystemExit, match="--arms"):
+        sbm_grid_pilot.parse_arms(text)
+
+
+def test_refit_reads_saved_graphs_and_matches_a_direct_fit(tmp_path):
+    graphs = [nx.stochastic_block_model([22, 24], [[0.3, 0.005], [0.005, 0.3]], seed=s)
+              for s in range(2)]
+    graphs.append(nx.empty_graph(30))
+    arm = {"options": {"logit_scale": 0.9}, "num_steps": 64, "sample_seconds": 1.0,
+           "num_nodes": [g.number_of_nodes() for g in graphs],
+           "edges": [sorted(map(list, g.edges())) for g in graphs]}
+    saved = {"workdir": "W", "checkpoint": "best_val", "checkpoint_epoch": 1500, "seeds": [0],
+             "num": 3, "nodes": "22-30", "num_steps": 64, "device": "cpu",
+             "compute_dtype": "float32", "fit": "x", "arms": {"ls09": arm}}
+    src = tmp_path / "pilot.json.gz"
+    with gzip.open(src, "wt") as f:
+        json.dump(saved, f)
+    out = tmp_path / "refit"
+    subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "sbm_grid_pilot.py"),
+                    "--refit", str(src), "--fit", "ddgjax", "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    result = json.loads((tmp_path / "refit.json").read_text())
+    blocks, label = sbm_partitions(graphs, fit="ddgjax")
+    expected = [describe(g, b) for g, b in zip(graphs, blocks)]
+    assert result["fit"] == label
+    assert [r["fails"] for r in result["arms"]["ls09"]["graphs"]] == [r["fails"] for r in expected]
+    assert result["arms"]["ls09"]["summary"]["graphs"] == 3
+    assert expected[2]["fails"] == "blocks"  # the empty graph
+    assert "| ls09 | 64 | logit_scale=0.9 |" in (tmp_path / "refit.md").read_text()
