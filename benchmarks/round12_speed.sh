@@ -21,11 +21,13 @@ variants=(
 )
 for v in "${variants[@]}"; do
   name=${v%%|*}; flags=${v#*|}
-  XLA_FLAGS="$flags" timeout 75 python benchmarks/epoch_times.py --epochs ${EPOCHS:-1000} \
+  left=$(( ${HARD_SECONDS:-540} - $(elapsed) )); [ $left -lt 40 ] && break
+  XLA_FLAGS="$flags" timeout $(( left < 75 ? left : 75 )) python benchmarks/epoch_times.py --epochs ${EPOCHS:-1000} \
     --out "$OUT/res/flags/$name.json" $CFG > "$OUT/res/flags/$name.log" 2>&1
   echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
 done
-timeout 90 python benchmarks/profile_ppgn.py --out "$OUT/res/profile_ego" --dtypes float32 \
+left=$(( ${HARD_SECONDS:-540} - $(elapsed) ))
+[ $left -gt 40 ] && timeout $(( left < 90 ? left : 90 )) python benchmarks/profile_ppgn.py --out "$OUT/res/profile_ego" --dtypes float32 \
   --hidden 32 --blocks 6 --nodes 18 --train_batch 32 --skip_ceilings ${PROFILE_EXTRA:-} \
   > "$OUT/res/profile_ego.log" 2>&1
 echo "profile rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"

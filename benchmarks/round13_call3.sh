@@ -22,4 +22,4 @@ for row in "${rows[@]}"; do
 done
 left=$(( ${HARD_SECONDS:-545} - $(elapsed) ))
 echo "speed round with $left s" >> "$OUT/res/times.txt"
-[ $left -gt 60 ] && HARD_SECONDS=$left bash "$(dirname "$0")/round12_speed.sh" "$OUT" || pack_results
+[ $left -gt 200 ] && HARD_SECONDS=$left bash "$(dirname "$0")/round12_speed.sh" "$OUT" || pack_results

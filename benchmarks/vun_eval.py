@@ -36,7 +36,10 @@ def main() -> None:
     ap.add_argument("--ema", action="store_true", help="sample with the EMA parameters")
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
                     help="none: no validity rule (then V.U.N. is not computed)")
-    ap.add_argument("--protocol", default="spectre", choices=["spectre", "paper", "spectre_emd"])
+    ap.add_argument("--protocol", default="spectre",
+                    choices=["spectre", "paper", "spectre_emd", "none"],
+                    help="MMD kernels; none: only sample and write the graphs (evaluate the "
+                         "files later with check_samples.py)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first_seed", type=int, default=0,
                     help="sampling seeds first_seed .. first_seed + seeds - 1")
@@ -68,8 +71,9 @@ def main() -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         res = generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
                        **options)
-        ev = evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
-                                validity=validity)
+        ev = ({} if args.protocol == "none" else
+              evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
+                                 validity=validity))
         ev.update(seed=seed, seconds_per_graph=res["seconds"] / num)
         per_seed.append(ev)
         if not args.no_graphs:
