@@ -34,11 +34,15 @@ def main():
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
                     help="none: no validity rule (no V.U.N.)")
     ap.add_argument("--out", default="", help="write the rows as JSON here")
+    ap.add_argument("--grid", default="", help="also draw a PNG here: 8 test graphs, then 8 "
+                    "graphs of each of the first 4 files")
     args = ap.parse_args()
     ds = load_dataset(args.data)
-    rows = {}
+    rows, grid = {}, [("test split", list(ds.test[:8]))]
     for path in args.files:
         graphs = read_graph_list(path).graphs
+        if len(grid) < 5:
+            grid.append((os.path.basename(path), list(graphs[:8])))
         ev = evaluate_generated(graphs, ds.test, protocol=args.protocol, train=ds.train,
                                 validity=None if args.validity == "none" else args.validity)
         rows[path] = {"num_graphs": len(graphs), **{k: ev[k] for k in KEYS if k in ev}}
@@ -51,6 +55,9 @@ def main():
                    "std": float(np.std([r[k] for r in rows.values()]))} for k in keys}
     print("mean ± std over files:", ", ".join(f"{k} {v['mean']:.4g} ± {v['std']:.2g}"
                                              for k, v in summary.items()))
+    if args.grid:
+        from ddgjax.plotting import draw_graph_grid
+        draw_graph_grid(args.grid, grid)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"data": args.data, "protocol": args.protocol, "validity": args.validity,
