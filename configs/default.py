@@ -87,6 +87,7 @@ def get_config():
     config.sample.alg2_below = 0.0
     config.sample.renoise_mix = 0.0
     config.sample.logit_scale = 1.0
+    config.sample.logit_scale_above = 0.0  # logit_scale only at noise levels >= this (0: all)
     config.sample.batch_size = 1024
     config.sample.num_samples = 1024
     config.sample.seed = 0

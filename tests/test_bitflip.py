@@ -737,6 +737,28 @@ def test_logit_scale_is_a_scaled_denoiser():
     assert info["logit_scale"] == 2.0 and info["renoise_mix"] == 0.25
 
 
+def test_logit_scale_above_scales_only_the_noisier_steps():
+    adj0, mask = batch(13, [12, 9, 5, 3])
+    s = make_schedule("linear", T)
+    den = lambda a, m, t, b: 0.8 * (2 * a - 1) - 0.2
+    key = jax.random.key(3)
+    _, bb = bitflip.sampling_grid(s, T)
+    level = float(bb[T // 2])  # half of the steps start at or above it
+    by_level = lambda a, m, t, b: den(a, m, t, b) * jnp.where(b >= level, 0.5, 1.0)[:, None, None]
+    for alg in (1, 2):
+        split = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=0.5,
+                                      logit_scale_above=level)
+        np.testing.assert_array_equal(split, bitflip.sample_graphs(by_level, key, mask, s, alg, T))
+        everywhere = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=0.5)
+        assert not np.array_equal(split, everywhere)
+        assert not np.array_equal(split, bitflip.sample_graphs(den, key, mask, s, alg, T))
+    with pytest.raises(ValueError, match="logit_scale_above"):
+        BitFlipProcess(num_timesteps=T).sampler(4, logit_scale_above=0.7)
+    info = BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=0.9,
+                                                   logit_scale_above=0.1).info
+    assert info["logit_scale_above"] == 0.1
+
+
 def test_training_grid_distorts_continuous_levels():
     """train_grid "power:G" draws beta_bar = u^G / 2: the median level is 0.5^G / 2."""
     u = jnp.linspace(0.0, 1.0, 11)

@@ -260,7 +260,8 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
                  t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
                  algorithm: int, argmax: bool = False, rho: float = 0.5,
-                 renoise_mix: float = 0.0, logit_scale: float = 1.0) -> jax.Array:
+                 renoise_mix: float = 0.0, logit_scale: float = 1.0,
+                 logit_scale_above: float = 0.0) -> jax.Array:
     """One reverse step from level t to level t_prev (all graphs of the batch share them).
 
     Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
@@ -276,6 +277,8 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
         DeFoG's detailed-balance rate (it redraws the pair from q(a_{t-1} | a_0 ~ p_theta)).
       logit_scale: multiplies the denoiser's logits before use (> 1 sharpens
         ``p_theta(A_0 | A_t)`` towards its mode, < 1 flattens it).
+      logit_scale_above: apply ``logit_scale`` only in steps that start at
+        ``beta_bar_t >= logit_scale_above`` (0: in every step).
 
     Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
@@ -286,7 +289,9 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     bp = jnp.full((B,), beta_bar_prev, jnp.float32)
     logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
     if logit_scale != 1.0:
-        logits = logits * logit_scale
+        scale = (logit_scale if logit_scale_above <= 0.0 else
+                 jnp.where(beta_bar_t >= logit_scale_above, logit_scale, 1.0))
+        logits = logits * scale
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
         _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp),
@@ -392,7 +397,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   return_chain: bool = False, grid: str = "trained",
                   argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
                   alg1_below: float = 0.0, alg2_below: float = 0.0, renoise_mix: float = 0.0,
-                  logit_scale: float = 1.0):
+                  logit_scale: float = 1.0, logit_scale_above: float = 0.0):
     """Run the reverse chain with ``jax.lax.scan`` for one batch.
 
     ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph (typed keys;
@@ -415,7 +420,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       alg1_below, alg2_below: hybrid samplers: the steps that start at
         ``beta_bar <= alg1_below`` (``alg2_below``) use Algorithm 1 (2), the others
         ``algorithm`` (0: off; ``step_algorithms``).
-      renoise_mix, logit_scale: see ``reverse_step``.
+      renoise_mix, logit_scale, logit_scale_above: see ``reverse_step``.
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -447,7 +452,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     def step(k, adj, t, b_now, b_prev, alg, argmax=False):
         run = lambda fn, kk, a, m: reverse_step(
             fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho,
-            renoise_mix=renoise_mix, logit_scale=logit_scale)
+            renoise_mix=renoise_mix, logit_scale=logit_scale,
+            logit_scale_above=logit_scale_above)
         if not per_graph:
             return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask)
         logits = batched_logits(adj, t, b_now)
@@ -503,7 +509,8 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
     are ``sample_graphs``'s keyword options (``grid``, ``argmax_last``, ``final_pass``,
-    ``rho``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``).
+    ``rho``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``,
+    ``logit_scale_above``).
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -536,6 +543,7 @@ class BitFlipSampler(Sampler):
     alg2_below: float = 0.0
     renoise_mix: float = 0.0
     logit_scale: float = 1.0
+    logit_scale_above: float = 0.0
 
     def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
@@ -543,7 +551,8 @@ class BitFlipSampler(Sampler):
                                      grid=self.grid, argmax_last=self.argmax_last,
                                      final_pass=self.final_pass, rho=self.process.prior_density,
                                      alg1_below=self.alg1_below, alg2_below=self.alg2_below,
-                                     renoise_mix=self.renoise_mix, logit_scale=self.logit_scale)
+                                     renoise_mix=self.renoise_mix, logit_scale=self.logit_scale,
+                                     logit_scale_above=self.logit_scale_above)
 
     @property
     def info(self) -> dict:
@@ -551,7 +560,8 @@ class BitFlipSampler(Sampler):
                 "algorithm": self.algorithm, "grid": self.grid,
                 "argmax_last": self.argmax_last, "final_pass": self.final_pass,
                 "alg1_below": self.alg1_below, "alg2_below": self.alg2_below,
-                "renoise_mix": self.renoise_mix, "logit_scale": self.logit_scale}
+                "renoise_mix": self.renoise_mix, "logit_scale": self.logit_scale,
+                "logit_scale_above": self.logit_scale_above}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -571,8 +581,8 @@ class BitFlipProcess(NoiseProcess):
         is the paper's uniform prior, the training split's density the marginal prior.
       train_grid: with ``continuous_time``, how training draws ``beta_bar``:
         ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
-      alg1_below, alg2_below, renoise_mix, logit_scale: the sampler's defaults for the
-        hybrid samplers and the two levers of ``reverse_step``.
+      alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above: the sampler's
+        defaults for the hybrid samplers and the levers of ``reverse_step``.
     """
 
     schedule_name: str = "linear"
@@ -589,10 +599,11 @@ class BitFlipProcess(NoiseProcess):
     alg2_below: float = 0.0
     renoise_mix: float = 0.0
     logit_scale: float = 1.0
+    logit_scale_above: float = 0.0
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
-                       "alg2_below", "renoise_mix", "logit_scale")
+                       "alg2_below", "renoise_mix", "logit_scale", "logit_scale_above")
 
     def __post_init__(self):
         if self.loss_type not in LOSSES:
@@ -616,7 +627,7 @@ class BitFlipProcess(NoiseProcess):
             raise ValueError(f"config.diffusion.train_grid: expected 'uniform' or 'power:GAMMA', "
                              f"got {self.train_grid!r}")
         check_sampler_levers(self.alg1_below, self.alg2_below, self.renoise_mix,
-                             self.logit_scale)
+                             self.logit_scale, self.logit_scale_above)
         if self.train_grid != "uniform" and not self.continuous_time:
             raise ValueError("config.diffusion.train_grid: a training grid other than 'uniform' "
                              "needs config.diffusion.continuous_time=True")
@@ -644,7 +655,8 @@ class BitFlipProcess(NoiseProcess):
         """A sampler over ``num_steps`` levels (None: T). ``options`` override the process's
         defaults: ``algorithm`` (1 or 2; None or 0: the default, as
         ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
-        ``final_pass``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``
+        ``final_pass``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``,
+        ``logit_scale_above``
         (``sample_graphs``)."""
         self.check_sampler_options(options)
         opt = lambda name: getattr(self, name) if options.get(name) is None else options[name]
@@ -656,17 +668,19 @@ class BitFlipProcess(NoiseProcess):
         num_steps = int(num_steps or self.num_timesteps)
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
         check_sampler_levers(float(opt("alg1_below")), float(opt("alg2_below")),
-                             float(opt("renoise_mix")), float(opt("logit_scale")))
+                             float(opt("renoise_mix")), float(opt("logit_scale")),
+                             float(opt("logit_scale_above")))
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
                               bool(opt("argmax_last")), bool(opt("final_pass")),
                               alg1_below=float(opt("alg1_below")),
                               alg2_below=float(opt("alg2_below")),
                               renoise_mix=float(opt("renoise_mix")),
-                              logit_scale=float(opt("logit_scale")))
+                              logit_scale=float(opt("logit_scale")),
+                              logit_scale_above=float(opt("logit_scale_above")))
 
 
 def check_sampler_levers(alg1_below: float, alg2_below: float, renoise_mix: float,
-                         logit_scale: float) -> None:
+                         logit_scale: float, logit_scale_above: float = 0.0) -> None:
     """ValueError naming the option for hybrid-sampler levels and levers out of range."""
     for name, level in (("alg1_below", alg1_below), ("alg2_below", alg2_below)):
         if not 0.0 <= level <= 0.5:
@@ -677,6 +691,9 @@ def check_sampler_levers(alg1_below: float, alg2_below: float, renoise_mix: floa
         raise ValueError(f"renoise_mix: expected a probability in [0, 1], got {renoise_mix}")
     if not logit_scale > 0.0:
         raise ValueError(f"logit_scale: expected a positive factor, got {logit_scale}")
+    if not 0.0 <= logit_scale_above <= 0.5:
+        raise ValueError(f"logit_scale_above: expected a noise level in [0, 1/2], got "
+                         f"{logit_scale_above}")
 
 
 def default_algorithm(loss_type: str) -> int:
@@ -701,7 +718,8 @@ def from_config(config) -> BitFlipProcess:
                           alg1_below=float(s.get("alg1_below", 0.0)),
                           alg2_below=float(s.get("alg2_below", 0.0)),
                           renoise_mix=float(s.get("renoise_mix", 0.0)),
-                          logit_scale=float(s.get("logit_scale", 1.0)))
+                          logit_scale=float(s.get("logit_scale", 1.0)),
+                          logit_scale_above=float(s.get("logit_scale_above", 0.0)))
 
 
 PRIORS = ("uniform", "marginal")

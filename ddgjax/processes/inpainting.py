@@ -85,7 +85,8 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
       known: ``[B, N, N]`` bool, symmetric, False on the diagonal and padding.
       node_mask: ``[B, N]`` bool.
       sampler: the levels (``num_steps``, ``grid``), the algorithm (with its hybrids) and
-        the levers (``argmax_last``, ``final_pass``, ``renoise_mix``, ``logit_scale``) of a
+        the levers (``argmax_last``, ``final_pass``, ``renoise_mix``, ``logit_scale``,
+        ``logit_scale_above``) of a
         ``BitFlipSampler`` (``BitFlipProcess.sampler``); ``return_chain`` is ignored.
       resample_jump, resample_rounds: RePaint resampling (``repaint_moves``; 0: off).
     Returns:
@@ -116,7 +117,8 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
             k = jax.random.fold_in(key, i)
             new = reverse_step(denoise_fn, jax.random.fold_in(k, 0), adj, node_mask, t, b_from,
                                b_to, kind, argmax=argmax, rho=rho,
-                               renoise_mix=sampler.renoise_mix, logit_scale=sampler.logit_scale)
+                               renoise_mix=sampler.renoise_mix, logit_scale=sampler.logit_scale,
+                               logit_scale_above=sampler.logit_scale_above)
             return impose_known(jax.random.fold_in(k, 1), new, b_to)
         return fn
 
