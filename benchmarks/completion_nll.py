@@ -47,7 +47,7 @@ from ddgjax.completion import complete, hide_pairs  # noqa: E402
 from ddgjax.data import load_dataset  # noqa: E402
 from ddgjax.evaluate import load_graphs  # noqa: E402
 from ddgjax.likelihood import density_bits_per_pair, edge_density, nll  # noqa: E402
-from ddgjax.sampling import load_run  # noqa: E402
+from ddgjax.sampling import configured_num_steps, load_run  # noqa: E402
 
 
 def run_dataset(run):
@@ -145,7 +145,7 @@ def completion_rows(args) -> tuple[list, dict]:
             t0 = time.time()
             res = complete(run, reqs, args.num_samples, seed=args.seed,
                            batch_size=args.batch_size,
-                           num_steps=args.num_steps or run.config.sample.get("num_steps", 0) or None,
+                           num_steps=configured_num_steps(run.config, args.num_steps),
                            resample_jump=j, resample_rounds=r, **options)
             per = [score(a, k, res["adj"][g, :, :len(a), :len(a)])
                    for g, (a, k) in enumerate(reqs)]

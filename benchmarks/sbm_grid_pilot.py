@@ -40,7 +40,7 @@ from sbm_failures import describe, summarize  # noqa: E402
 
 from ddgjax.data import load_dataset  # noqa: E402
 from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
-from ddgjax.sampling import generate, load_run  # noqa: E402
+from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
 
 
 def parse_arms(text: str) -> dict[str, dict]:
@@ -125,7 +125,7 @@ def main() -> None:
     if not pool:
         sys.exit(f"sbm_grid_pilot.py: no training graph has {lo}-{hi} nodes")
     counts = np.random.default_rng(0).choice(pool, size=args.num).astype(np.int32)
-    num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
+    num_steps = configured_num_steps(cfg, args.num_steps)
     seeds = [int(s) for s in args.seeds.split(",")]
     arms = (parse_arms(args.arms) if args.arms
             else {grid: {"grid": grid} for grid in args.grids.split(",")})

@@ -24,7 +24,7 @@ sys.path.insert(0, REPO)
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
-from ddgjax.sampling import generate, load_run  # noqa: E402
+from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "novel", "vun")
 
@@ -64,7 +64,7 @@ def main() -> None:
     num = args.num_samples or len(ds.test)
     options = parse_option_values(args.option, "--option")
     # 0: the run's config.sample.num_steps, as ddgjax-sample does (None there: all levels)
-    num_steps = args.num_steps or int(cfg.sample.get("num_steps", 0) or 0) or None
+    num_steps = configured_num_steps(cfg, args.num_steps)
     os.makedirs(args.out, exist_ok=True)
     per_seed = []
     device = jax.devices()[0].device_kind

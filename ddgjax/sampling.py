@@ -181,6 +181,13 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
     return out
 
 
+def configured_num_steps(config, num_steps: int | None = 0) -> int | None:
+    """The sampling steps a command uses: ``num_steps`` when positive, else the run's
+    ``config.sample.num_steps``; None when both are 0 or unset (the process's default:
+    all trained levels)."""
+    return int(num_steps or 0) or int(config.sample.get("num_steps", 0) or 0) or None
+
+
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
              num_steps: int | None = None, node_counts: np.ndarray | None = None,
              return_chain: bool = False, progress=None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ddgjax.sampling import Run, generate, load_run
+from ddgjax.sampling import Run, configured_num_steps, generate, load_run
 
 
 class TrainedModel:
@@ -55,7 +55,8 @@ class TrainedModel:
         if num_nodes is not None:
             counts = np.broadcast_to(np.asarray(num_nodes, dtype=np.int32), (n,))
         res = generate(self.run, n, seed=seed, batch_size=batch_size or cfg.batch_size,
-                       num_steps=num_steps or cfg.num_steps or None, node_counts=counts,
+                       num_steps=configured_num_steps(self.config, num_steps),
+                       node_counts=counts,
                        **sampler_options)
         return res["graphs"]
 
@@ -80,7 +81,7 @@ class TrainedModel:
         cfg = self.config.sample
         res = complete(self.run, [(adjacency, known)], num_samples, seed=seed,
                        batch_size=batch_size or cfg.batch_size,
-                       num_steps=num_steps or cfg.num_steps or None,
+                       num_steps=configured_num_steps(self.config, num_steps),
                        resample_jump=resample_jump, resample_rounds=resample_rounds,
                        where=lambda g: "", **sampler_options)
         return res["graphs"][0]

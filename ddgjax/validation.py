@@ -25,7 +25,7 @@ import networkx as nx
 from ddgjax import checkpoints
 from ddgjax.data import node_count_distribution
 from ddgjax.parallel import to_host
-from ddgjax.sampling import Run, generate
+from ddgjax.sampling import Run, configured_num_steps, generate
 
 METRICS = ("mmd", "valid")
 
@@ -83,8 +83,7 @@ def validation_num_steps(config) -> int | None:
     """The sampling steps of validation: ``config.validation.num_steps``, else
     ``config.sample.num_steps`` (what ``ddgjax-sample`` uses), else None (the process's
     default: all trained levels)."""
-    steps = int(config.validation.get("num_steps", 0)) or int(config.sample.get("num_steps", 0))
-    return steps or None
+    return configured_num_steps(config, config.validation.get("num_steps", 0))
 
 
 def check_validation_config(config) -> None:

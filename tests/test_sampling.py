@@ -177,3 +177,15 @@ def test_sample_graphs_key_forms():
         assert out.shape == (2, 5, 5)
     with pytest.raises(ValueError, match="3 per-graph keys for 2 graphs"):
         bitflip.sample_graphs(denoise, jax.random.split(jax.random.key(0), 3), mask, sched, 2)
+
+
+def test_configured_num_steps_prefers_the_request_then_the_config():
+    import ml_collections
+
+    from ddgjax.sampling import configured_num_steps
+    cfg = ml_collections.ConfigDict({"sample": {"num_steps": 64}})
+    assert configured_num_steps(cfg, 32) == 32
+    assert configured_num_steps(cfg, 0) == 64 and configured_num_steps(cfg, None) == 64
+    cfg.sample.num_steps = 0
+    assert configured_num_steps(cfg) is None
+    assert configured_num_steps(ml_collections.ConfigDict({"sample": {}}), 0) is None

@@ -125,7 +125,7 @@ def main(argv: list | None = None) -> int:
 
 def run_sampling(fv) -> None:
     from ddgjax.sample_writer import check_output_dir, write_sample_dir
-    from ddgjax.sampling import load_run
+    from ddgjax.sampling import configured_num_steps, load_run
 
     workdir = fv.workdir
     out_dir = fv.out or os.path.join(workdir, "samples")
@@ -150,7 +150,7 @@ def run_sampling(fv) -> None:
     out = write_sample_dir(
         run, out_dir, num_samples=num, seed=seed,
         batch_size=fv.batch_size or cfg.sample.batch_size,
-        num_steps=fv.num_steps or cfg.sample.num_steps or None,
+        num_steps=configured_num_steps(cfg, fv.num_steps),
         sampler_options=options, graphml=fv.graphml, chain_png=fv.chain_png,
         protocol=fv.protocol, record={"workdir": workdir, "checkpoint": fv.checkpoint},
         progress=progress)
@@ -197,7 +197,7 @@ def completion_requests(fv) -> tuple[list, callable]:
 
 def run_completion(fv) -> None:
     from ddgjax.sample_writer import check_output_dir, write_completion_dir
-    from ddgjax.sampling import load_run
+    from ddgjax.sampling import configured_num_steps, load_run
 
     workdir = fv.workdir
     out_dir = fv.out or os.path.join(workdir, "samples")
@@ -216,7 +216,7 @@ def run_completion(fv) -> None:
     out = write_completion_dir(
         run, out_dir, requests, num_samples=num, seed=seed,
         batch_size=fv.batch_size or cfg.sample.batch_size,
-        num_steps=fv.num_steps or cfg.sample.num_steps or None, sampler_options=options,
+        num_steps=configured_num_steps(cfg, fv.num_steps), sampler_options=options,
         resample_jump=fv.resample_jump, resample_rounds=fv.resample_rounds,
         record={"workdir": workdir, "checkpoint": fv.checkpoint, "inputs": fv.complete,
                 "known": fv.known, "hide": fv.hide, "hide_seed": fv.hide_seed,
