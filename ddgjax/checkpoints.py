@@ -21,7 +21,8 @@ whose files cannot be read (truncated, corrupt) raises
 it out of its manager so training can go on from another one. A save holds
 SIGINT/SIGTERM until it is complete (``ddgjax.interrupts.deferred``).
 
-The training loop saves through a :class:`CheckpointWriter` instead: one
+The training loop saves through a :class:`CheckpointWriter` instead (``best``,
+``latest``, and ``best_val`` from model selection by samples): one
 asynchronous manager per kind stays open for the run, and ``save`` returns as
 soon as the state is copied to the host and the write is under way (the files
 are written by background threads, with the same temporary directory and

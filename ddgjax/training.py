@@ -555,7 +555,7 @@ class _Run:
         """Model selection by samples at a boundary where it is due (may save ``best_val``)."""
         if self.validator is None or epoch % self.validator.every:
             return
-        scores = self.validator(state, epoch, step, meta)
+        scores = self.validator(state, epoch, step, meta, save=self.writer.save)
         self.log.write({"epoch": epoch, "step": step, "validation": scores})
         bar.note(f"{self.label}epoch {epoch}: validation " + ", ".join(
             f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))

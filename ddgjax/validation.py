@@ -140,7 +140,10 @@ class Validator:
         return cls(config, reference, name, model, process, max_nodes,
                    node_count_distribution(ds.train), workdir)
 
-    def __call__(self, state, epoch: int, step: int, meta: dict) -> dict:
+    def __call__(self, state, epoch: int, step: int, meta: dict, save=None) -> dict:
+        """Score ``state``; save it as ``best_val`` when it is the best so far, with
+        ``save(kind, step, state, meta)`` (the training loop's background
+        ``CheckpointWriter.save``; default: a synchronous ``checkpoints.save``)."""
         params = to_host(state.ema_params if self.use_ema else state.params)
         run = Run(self.config, self.model, self.process, params, self.max_nodes,
                   self.node_counts, meta)
@@ -151,6 +154,9 @@ class Validator:
                   "params": "ema" if self.use_ema else "raw"}
         if self.best is None or key < self.best:
             self.best = key
-            checkpoints.save(self.workdir, "best_val", step, state,
-                             {**meta, "validation": scores, "validation_key": list(key)})
+            meta = {**meta, "validation": scores, "validation_key": list(key)}
+            if save is None:
+                checkpoints.save(self.workdir, "best_val", step, state, meta)
+            else:
+                save("best_val", step, state, meta)
         return scores
