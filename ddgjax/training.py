@@ -260,9 +260,7 @@ def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
     """
     state = init_state(model, tx, key, max_nodes)
     unreadable = []
-    for kind in checkpoints.KINDS:  # newest first: latest, then best
-        if checkpoints.latest_step(workdir, kind) is None:
-            continue
+    for kind in checkpoints.available(workdir):  # KINDS order: latest, then best, ...
         try:
             restored, meta = checkpoints.restore(workdir, kind, state)
         except checkpoints.UnreadableCheckpointError as e:
@@ -380,9 +378,7 @@ def _resume_epoch(workdirs: list[str]) -> int | None:
     epochs = []
     for wd in workdirs:
         epoch = None
-        for kind in checkpoints.KINDS:
-            if checkpoints.latest_step(wd, kind) is None:
-                continue
+        for kind in checkpoints.available(wd):  # in KINDS order, as restore_or_init tries them
             try:
                 epoch = int(checkpoints.restore_meta(wd, kind)["epoch"])
                 break
