@@ -174,11 +174,31 @@ def binary_nll(logits, target):
     return jnp.logaddexp(0.0, logits) - target * logits
 
 
-def vb_terms(logits, adj0, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5):
+def reverse_probs(logits, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5,
+                  algorithm: int = 1):
+    """``(prob0, prob1)`` of the reverse kernel ``p_theta(a_prev | A_t)`` per entry.
+
+    Algorithm 1: the posterior marginalised over ``p_theta(a_0 | A_t)`` (``p_prev_probs``).
+    Algorithm 2: ``q(a_prev | a_0)`` with ``a_0 ~ p_theta(a_0 | A_t)``, which is a Bernoulli
+    of ``q_marginal_prob1(p, bb_prev)`` per pair, independent of ``a_t``.
+    Shapes broadcast: logits, adj_t ``[B, N, N]``; levels ``[B, 1, 1]``.
+    """
+    if algorithm == 1:
+        return p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev, rho)
+    if algorithm == 2:
+        p1 = q_marginal_prob1(jax.nn.sigmoid(logits), beta_bar_prev, rho)
+        p0 = q_marginal_prob1(jax.nn.sigmoid(-logits), beta_bar_prev, 1.0 - rho)
+        return p0, p1
+    raise ValueError(f"unknown reverse model (algorithm) {algorithm!r}; expected 1 or 2")
+
+
+def vb_terms(logits, adj0, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5,
+             algorithm: int = 1):
     """Per-entry L_vb terms of the step from level ``beta_bar_t`` to ``beta_bar_prev``:
     KL(q(a_prev|a_t,a_0) || p_theta(a_prev|A_t)), and the reconstruction
     ``-log p_theta(a_0 | A_t)`` where ``beta_bar_prev = 0`` (t = 1 on the full grid, the
-    last step of any strided grid).
+    last step of any strided grid). ``algorithm`` picks the reverse model
+    (``reverse_probs``): 1, the one L_vb trains; 2, for the likelihood of Algorithm 2.
 
     Args:
       logits, adj0, adj_t: ``[B, N, N]``; beta_bar_t, beta_bar_prev: ``[B]``.
@@ -186,7 +206,7 @@ def vb_terms(logits, adj0, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5):
     """
     bt, bp = broadcast_per_graph(beta_bar_t), broadcast_per_graph(beta_bar_prev)
     q0, q1 = q_posterior_probs(adj_t, adj0, bt, bp, rho)
-    p0, p1 = p_prev_probs(logits, adj_t, bt, bp, rho)
+    p0, p1 = reverse_probs(logits, adj_t, bt, bp, rho, algorithm)
     kl = binary_kl(q0, q1, p0, p1)
     nll = binary_nll(logits, adj0)
     return jnp.where(bp > 0, kl, nll)

@@ -25,28 +25,9 @@ import numpy as np
 
 from ddgjax.graphs import pair_mask
 from ddgjax.processes.base import DenoiseFn
-from ddgjax.processes.bitflip import (binary_kl, binary_nll, p_prev_probs, q_marginal_prob1,
-                                      q_posterior_probs, q_sample)
+from ddgjax.processes.bitflip import binary_kl, q_marginal_prob1, q_sample, vb_terms
 
 ALGORITHMS = (1, 2)
-
-
-def reverse_probs(logits, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5,
-                  algorithm: int = 1):
-    """``(prob0, prob1)`` of the reverse kernel ``p_theta(a_prev | A_t)`` per entry.
-
-    Algorithm 1: the posterior marginalised over ``p_theta(a_0 | A_t)`` (``p_prev_probs``).
-    Algorithm 2: ``q(a_prev | a_0)`` with ``a_0 ~ p_theta(a_0 | A_t)``, which is a Bernoulli
-    of ``q_marginal_prob1(p, bb_prev)`` per pair, independent of ``a_t``.
-    Shapes broadcast: logits, adj_t ``[B, N, N]``; levels ``[B, 1, 1]``.
-    """
-    if algorithm == 1:
-        return p_prev_probs(logits, adj_t, beta_bar_t, beta_bar_prev, rho)
-    if algorithm == 2:
-        p1 = q_marginal_prob1(jax.nn.sigmoid(logits), beta_bar_prev, rho)
-        p0 = q_marginal_prob1(jax.nn.sigmoid(-logits), beta_bar_prev, 1.0 - rho)
-        return p0, p1
-    raise ValueError(f"unknown reverse model (algorithm) {algorithm!r}; expected 1 or 2")
 
 
 def level_term(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_mask: jax.Array,
@@ -68,11 +49,8 @@ def level_term(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_mas
     adj_t = q_sample(keys, adj0, node_mask, bt, rho)
     logits = denoise_fn(adj_t, node_mask, jnp.full((B,), t_index, jnp.int32),
                         bt).astype(jnp.float32)
-    b_t = jnp.full((B, 1, 1), beta_bar_t, jnp.float32)
-    b_p = jnp.full((B, 1, 1), beta_bar_prev, jnp.float32)
-    q0, q1 = q_posterior_probs(adj_t, adj0, b_t, b_p, rho)
-    p0, p1 = reverse_probs(logits, adj_t, b_t, b_p, rho, algorithm)
-    terms = jnp.where(beta_bar_prev > 0, binary_kl(q0, q1, p0, p1), binary_nll(logits, adj0))
+    terms = vb_terms(logits, adj0, adj_t, bt, jnp.full((B,), beta_bar_prev, jnp.float32), rho,
+                     algorithm)
     return jnp.sum(jnp.where(pair_mask(node_mask), terms, 0.0), axis=(1, 2))
 
 
