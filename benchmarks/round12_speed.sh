@@ -27,12 +27,16 @@ for v in "${variants[@]}"; do
   echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
 done
 left=$(( ${HARD_SECONDS:-540} - $(elapsed) ))
-[ $left -gt 40 ] && timeout $(( left < 90 ? left : 90 )) python benchmarks/profile_ppgn.py --out "$OUT/res/profile_ego" --dtypes float32 \
-  --hidden 32 --blocks 6 --nodes 18 --train_batch 32 --skip_ceilings ${PROFILE_EXTRA:-} \
-  > "$OUT/res/profile_ego.log" 2>&1
-echo "profile rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+if [ $left -gt 40 ]; then
+  timeout $(( left < 90 ? left : 90 )) python benchmarks/profile_ppgn.py --out "$OUT/res/profile_ego" \
+    --dtypes float32 --hidden 32 --blocks 6 --nodes 18 --train_batch 32 --skip_ceilings \
+    ${PROFILE_EXTRA:-} > "$OUT/res/profile_ego.log" 2>&1
+  echo "profile rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+fi
 left=$(( ${HARD_SECONDS:-540} - $(elapsed) ))
-[ $left -gt 30 ] && timeout $left python benchmarks/seeds_speed.py --seeds 5 ${SEEDS_EXTRA:-} \
-  --out "$OUT/res/seeds_speed.json" > "$OUT/res/seeds_speed.log" 2>&1
-echo "seeds rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+if [ $left -gt 30 ]; then
+  timeout $left python benchmarks/seeds_speed.py --seeds 5 ${SEEDS_EXTRA:-} \
+    --out "$OUT/res/seeds_speed.json" > "$OUT/res/seeds_speed.log" 2>&1
+  echo "seeds rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+fi
 pack_results

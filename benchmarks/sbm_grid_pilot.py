@@ -45,26 +45,21 @@ from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E4
 
 def parse_arms(text: str) -> dict[str, dict]:
     """``"a:steps=64,grid=power:3;b:algorithm=1"`` -> ``{"a": {...}, "b": {...}}`` (values
-    parsed as int, then float, else kept as strings)."""
+    read as ``--option`` values are: booleans, integers, floats, else strings)."""
+    from ddgjax.cli import parse_option_values
+
     arms = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
         name, _, body = part.partition(":")
+        name = name.strip()
         if not name or name in arms:
             sys.exit(f"sbm_grid_pilot.py: --arms: expected NAME:KEY=VALUE,... with distinct "
                      f"names, got {part!r}")
-        options = {}
-        for item in filter(None, body.split(",")):
-            key, eq, value = item.partition("=")
-            if not eq:
-                sys.exit(f"sbm_grid_pilot.py: --arms {name}: expected KEY=VALUE, got {item!r}")
-            for cast in (int, float):
-                try:
-                    value = cast(value)
-                    break
-                except ValueError:
-                    pass
-            options[key] = value
-        arms[name] = options
+        try:
+            arms[name] = parse_option_values(
+                [item.strip() for item in body.split(",") if item.strip()], f"--arms {name}:")
+        except ValueError as e:
+            sys.exit(f"sbm_grid_pilot.py: {e}")
     return arms
 
 
@@ -73,11 +68,14 @@ def fit_arm(graphs, fit) -> tuple[list[dict], str]:
     return [describe(g, b) for g, b in zip(graphs, blocks)], label
 
 
-def graphs_of(arm: dict):
+def graphs_of(arm: dict, result_counts=()):
     """The networkx graphs saved in an arm of an earlier output."""
     import networkx as nx
     out = []
-    for n, edges in zip(arm["num_nodes"], arm["edges"]):
+    # outputs written before num_nodes was saved: every seed drew the run's node_counts
+    num_nodes = arm.get("num_nodes") or list(result_counts) * (len(arm["edges"])
+                                                              // max(len(result_counts), 1))
+    for n, edges in zip(num_nodes, arm["edges"]):
         g = nx.Graph()
         g.add_nodes_from(range(n))
         g.add_edges_from(map(tuple, edges))
@@ -107,7 +105,8 @@ def main() -> None:
         with (gzip.open if args.refit.endswith(".gz") else open)(args.refit, "rt") as f:
             result = json.load(f)
         for name, arm in result["arms"].items():
-            rows, result["fit"] = fit_arm(graphs_of(arm), args.fit)
+            rows, arm["fit"] = fit_arm(graphs_of(arm, result.get("node_counts", ())), args.fit)
+            result["fit"] = arm["fit"]
             arm.update(summary=summarize(rows), graphs=rows)
             print(name, json.dumps(arm["summary"]), flush=True)
         write(result, args.out)
@@ -143,8 +142,9 @@ def main() -> None:
                            node_counts=counts, **options)
             graphs += res["graphs"]
         seconds = time.time() - t0
-        rows, result["fit"] = fit_arm(graphs, args.fit)
-        result["arms"][name] = {"options": options, "num_steps": steps,
+        rows, fit = fit_arm(graphs, args.fit)
+        result["fit"] = fit
+        result["arms"][name] = {"options": options, "num_steps": steps, "fit": fit,
                                 "summary": summarize(rows), "sample_seconds": seconds,
                                 "graphs": rows,
                                 "num_nodes": [g.number_of_nodes() for g in graphs],
@@ -160,10 +160,11 @@ def write(result: dict, out: str, quiet: bool = False) -> None:
         json.dump(result, f)
     cols = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",
             "num_blocks_mean", "min_block_mean", "max_block_mean")
+    fits = ", ".join(sorted({arm.get("fit", result["fit"]) for arm in result["arms"].values()}))
     lines = [f"SBM sampler pilot: {result['workdir']} ({result['checkpoint']}, epoch "
              f"{result['checkpoint_epoch']}), {result.get('num', '?')} graphs x seeds "
              f"{','.join(map(str, result['seeds']))}, node counts {result.get('nodes', '66-96')}, "
-             f"{result['device']} {result['compute_dtype']}; fit: {result['fit']}", "",
+             f"{result['device']} {result['compute_dtype']}; fit: {fits}", "",
              "| arm | steps | options | " + " | ".join(cols) + " | sampling s |",
              "|---|---|---|" + "---|" * (len(cols) + 1)]
     for name, arm in result["arms"].items():

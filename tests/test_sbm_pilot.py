@@ -18,13 +18,15 @@ from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
 
 
 def test_arms_parse_steps_options_and_types():
-    arms = sbm_grid_pilot.parse_arms("a:steps=64,grid=power:3; b:algorithm=1,logit_scale=0.9;")
+    arms = sbm_grid_pilot.parse_arms("a:steps=64,grid=power:3; b: algorithm=1, logit_scale=0.9;")
     assert arms == {"a": {"steps": 64, "grid": "power:3"},
                     "b": {"algorithm": 1, "logit_scale": 0.9}}
     assert isinstance(arms["a"]["steps"], int) and isinstance(arms["b"]["logit_scale"], float)
+    assert sbm_grid_pilot.parse_arms("c:final_pass=false,argmax_last=true") == {
+        "c": {"final_pass": False, "argmax_last": True}}
 
 
-@pytest.mark.parametrize("text", ["a:steps", "a:steps=1;a:steps=2", ":steps=1"])
+@pytest.mark.parametrize("text", ["a:steps", "a:steps=1;a:steps=2", ":steps=1", "a:=3"])
 def test_bad_arms_exit_with_the_option_named(text):
     with pytest.raises(SystemExit, match="--arms"):
         sbm_grid_pilot.parse_arms(text)
@@ -55,3 +57,23 @@ def test_refit_reads_saved_graphs_and_matches_a_direct_fit(tmp_path):
     assert result["arms"]["ls09"]["summary"]["graphs"] == 3
     assert expected[2]["fails"] == "blocks"  # the empty graph
     assert "| ls09 | 64 | logit_scale=0.9 |" in (tmp_path / "refit.md").read_text()
+
+
+def test_refit_reads_outputs_saved_before_num_nodes_was(tmp_path):
+    """Early outputs (the grid pilot) have no per-graph num_nodes: every seed drew the
+    run's node_counts, in order."""
+    counts = [30, 25]
+    graphs = [nx.gnp_random_graph(n, 0.2, seed=k) for k, n in enumerate(counts * 2)]
+    saved = {"workdir": "W", "checkpoint": "best_val", "checkpoint_epoch": 1, "seeds": [0, 1],
+             "num_steps": 64, "device": "cpu", "compute_dtype": "float32", "fit": "x",
+             "node_counts": counts,
+             "arms": {"power:3": {"summary": {}, "sample_seconds": 1.0, "graphs": [],
+                                  "edges": [sorted(map(list, g.edges())) for g in graphs]}}}
+    src = tmp_path / "old.json"
+    src.write_text(json.dumps(saved))
+    graphs_back = sbm_grid_pilot.graphs_of(saved["arms"]["power:3"], saved["node_counts"])
+    assert [g.number_of_nodes() for g in graphs_back] == counts * 2
+    subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "sbm_grid_pilot.py"),
+                    "--refit", str(src), "--fit", "ddgjax", "--out", str(tmp_path / "new")],
+                   check=True, capture_output=True, text=True)
+    assert "| power:3 | 64 | grid=power:3 |" in (tmp_path / "new.md").read_text()
