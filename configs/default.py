@@ -67,6 +67,7 @@ def get_config():
     config.train.b1 = 0.9
     config.train.b2 = 0.999
     config.train.grad_clip = 0.0              # 0: no clipping (the paper)
+    config.train.weight_decay = 0.0           # > 0: AdamW's decoupled decay (0: Adam, the paper)
     config.train.ema_decay = 0.0              # 0: no EMA (the paper)
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10

@@ -88,10 +88,19 @@ class TrainState:
 
 
 def make_optimizer(train_cfg, steps_per_epoch: int) -> optax.GradientTransformation:
-    """Adam with the learning rate multiplied by ``lr_decay_per_epoch`` after each epoch."""
+    """Adam with the learning rate multiplied by ``lr_decay_per_epoch`` after each epoch.
+
+    ``train_cfg.weight_decay > 0`` makes it AdamW (decoupled decay of every parameter by
+    ``lr * weight_decay`` per step); its optimizer state differs from Adam's, so a run
+    resumes only with the same choice. Configs written before the field existed read 0.
+    """
     lr = optax.exponential_decay(train_cfg.lr, transition_steps=steps_per_epoch,
                                  decay_rate=train_cfg.lr_decay_per_epoch, staircase=True)
-    tx = optax.adam(lr, b1=train_cfg.b1, b2=train_cfg.b2)
+    weight_decay = float(train_cfg.get("weight_decay", 0.0))
+    if weight_decay > 0:
+        tx = optax.adamw(lr, b1=train_cfg.b1, b2=train_cfg.b2, weight_decay=weight_decay)
+    else:
+        tx = optax.adam(lr, b1=train_cfg.b1, b2=train_cfg.b2)
     if train_cfg.grad_clip > 0:
         tx = optax.chain(optax.clip_by_global_norm(train_cfg.grad_clip), tx)
     return tx

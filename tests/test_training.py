@@ -343,3 +343,23 @@ def test_train_seeds_refuses_repeated_seeds_and_a_run_of_another_seed(tmp_path):
     with pytest.raises(training.TrainingError, match=r"seed_2 holds a run of train.seed=5"):
         training.train_seeds(test_config.get_config(), str(tmp_path), [2], verbose=False,
                              devices=ONE)
+
+
+def test_weight_decay_makes_adamw_and_shrinks_parameters():
+    """``train.weight_decay > 0``: a zero gradient still scales every parameter by
+    ``1 - lr * weight_decay`` (AdamW's decoupled decay); 0 is plain Adam (no change); a
+    negative value is a config error naming the field."""
+    from ddgjax.configuration import ConfigError, validate_config
+    cfg = test_config.get_config()
+    cfg.train.lr, cfg.train.lr_decay_per_epoch = 0.1, 1.0
+    params = {"w": jnp.array([1.0, -2.0]), "b": jnp.array(3.0)}
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    for wd, factor in [(0.5, 0.95), (0.0, 1.0)]:
+        cfg.train.weight_decay = wd
+        tx = training.make_optimizer(cfg.train, 1)
+        updates, _ = tx.update(zeros, tx.init(params), params)
+        new = optax.apply_updates(params, updates)
+        chex.assert_trees_all_close(new, jax.tree.map(lambda p: p * factor, params), rtol=1e-6)
+    cfg.train.weight_decay = -0.1
+    with pytest.raises(ConfigError, match="train.weight_decay"):
+        validate_config(cfg)
