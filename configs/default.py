@@ -29,11 +29,13 @@ def get_config():
     config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
     # noise_features: "linear" (the raw noise level, the paper's) or "log" (plus a log-scale
     # channel that resolves low noise levels).
+    # walk_features: K > 0 adds K random-walk channels n * (D^-1 A_t)^k, k = 1..K (0: none).
     # remat: recompute each block in the backward pass (less memory at large N).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
-                                                       noise_features="linear", remat=False,
+                                                       noise_features="linear", walk_features=0,
+                                                       remat=False,
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))

@@ -324,6 +324,53 @@ def test_ppgn_log_noise_features():
     assert float(jnp.max(jnp.abs(low - lowish))) > 1e-3
 
 
+def test_random_walk_channels_equal_float64_walk_powers():
+    """``random_walk_channels``: ``n * (D^-1 A)^k`` by brute force in float64, rows of an
+    isolated node zero, nothing on padding."""
+    from ddgjax.models.ppgn import random_walk_channels
+    adj, nm = random_batch(21, [N, 6, 2], N)
+    adj = np.array(adj)
+    adj[0, 3, :] = adj[0, :, 3] = 0                      # node 3 of graph 0 isolated
+    out = np.asarray(random_walk_channels(jnp.asarray(adj), jnp.asarray(nm), 3))
+    assert out.shape == (B, N, N, 3) and out.dtype == np.float32
+    for b in range(B):
+        n = int(nm[b].sum())
+        a = adj[b, :n, :n].astype(np.float64)
+        deg = a.sum(1, keepdims=True)
+        w = np.divide(a, deg, out=np.zeros_like(a), where=deg > 0)
+        for k in range(3):
+            np.testing.assert_allclose(out[b, :n, :n, k], n * np.linalg.matrix_power(w, k + 1),
+                                       rtol=1e-5, atol=1e-6)
+        assert np.all(out[b, n:] == 0) and np.all(out[b, :, n:] == 0)
+    assert np.all(out[0, 3] == 0)
+
+
+def test_ppgn_walk_features_are_equivariant_and_padding_free():
+    """walk_features=K: K more input channels; the model stays permutation equivariant and
+    independent of the padding; a negative K is an error naming the config field."""
+    model = build_model("ppgn", T, hidden=8, num_blocks=2, walk_features=3)
+    params = random_params(model)
+    assert params["params"]["embed"]["kernel"].shape[0] == 5  # adj, noise level, 3 walks
+    apply = jax.jit(model.apply)
+    adj, nm = random_batch(22, [N, N - 2, 3], N)
+    t, level = noise_inputs(B, seed=23)
+    out = np.asarray(apply(params, adj, nm, t, level))
+    perm = np.random.default_rng(1).permutation(N - 2)
+    adj_p = np.array(adj)
+    adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
+    out_p = np.asarray(apply(params, adj_p, nm, t, level))
+    np.testing.assert_allclose(out_p[1, :N - 2, :N - 2], out[1][np.ix_(perm, perm)],
+                               rtol=1e-4, atol=1e-4)
+    adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
+    out2 = np.asarray(apply(params, adj2, nm2, t, level))
+    np.testing.assert_allclose(out2[:, :N, :N], out, rtol=1e-4, atol=1e-4)
+    plain = build_model("ppgn", T, hidden=8, num_blocks=2)
+    assert random_params(plain)["params"]["embed"]["kernel"].shape[0] == 2
+    with pytest.raises(ValueError, match="config.model.ppgn.walk_features"):
+        build_model("ppgn", T, hidden=8, num_blocks=2, walk_features=-1).init(
+            jax.random.key(0), adj, nm, t, level)
+
+
 def test_ppgn_remat_gives_the_same_outputs_and_gradients():
     """remat=True recomputes the blocks in the backward pass: same parameters, outputs
     and gradients as without it."""

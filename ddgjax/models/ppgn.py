@@ -50,8 +50,8 @@ import jax.numpy as jnp
 
 from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
 from ddgjax.models.common import (check_inputs, instance_norm_from_sums,
-                                  masked_instance_norm, masked_instance_norm_one_pass, node_counts, square_mask,
-                                  symmetrize_and_mask)
+                                  masked_instance_norm, masked_instance_norm_one_pass,
+                                  node_counts, square_mask, symmetrize_and_mask)
 
 
 def leaky_relu(x):
@@ -247,6 +247,31 @@ def noise_channels(noise_level: jax.Array, kind: str = "linear") -> jax.Array:
                      f"got {kind!r}")
 
 
+def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -> jax.Array:
+    """Random-walk input channels (relative random-walk probabilities, as DeFoG's RRWP).
+
+    With ``W = D^-1 A`` (rows of isolated nodes zero) the channels are
+    ``n * W^k[i, j]`` for ``k = 1 .. num_walks``: the probability that a ``k``-step walk
+    from ``i`` ends at ``j``, times the node count ``n`` so that a walk spread evenly over
+    the graph reads 1. Matrix powers of ``A_t``: exactly permutation equivariant and, since
+    padding nodes have no edges, independent of the padding. Computed in float32 with no
+    gradient (they are inputs).
+
+    Args: ``adj`` ``[B, N, N]`` (0 on padding), ``node_mask`` ``bool[B, N]``,
+    ``num_walks`` ``K >= 1``. Returns float32 ``[B, N, N, K]``, 0 off the real block.
+    """
+    sq = square_mask(node_mask)
+    a = jnp.where(sq, adj.astype(jnp.float32), 0.0)
+    deg = a.sum(-1, keepdims=True)
+    walk = jnp.where(deg > 0, a / jnp.maximum(deg, 1.0), 0.0)            # [B, N, N]
+    n = node_counts(node_mask)[:, None, None]
+    powers, p = [walk * n], walk
+    for _ in range(num_walks - 1):
+        p = jnp.matmul(p, walk, precision=jax.lax.Precision.HIGHEST)
+        powers.append(p * n)
+    return jax.lax.stop_gradient(jnp.stack(powers, axis=-1) * sq[..., None])
+
+
 class PPGN(nn.Module):
     """PPGN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
@@ -266,6 +291,10 @@ class PPGN(nn.Module):
         the XLA path, so it is meant for sampling. Only with ``compute_dtype``
         bfloat16 (in float32 the XLA path was faster); shapes the kernels can't tile
         fall back to XLA.
+      walk_features: ``K > 0`` adds ``K`` input channels of random-walk probabilities of
+        ``A_t`` (``random_walk_channels``: ``n * (D^-1 A_t)^k``, ``k = 1..K``): global
+        structure, such as communities, that the blocks would otherwise have to build from
+        products of the adjacency. 0 (the paper's): none.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -288,6 +317,7 @@ class PPGN(nn.Module):
     num_blocks: int = 6
     compute_dtype: Any = jnp.float32
     noise_features: str = "linear"
+    walk_features: int = 0
     remat: bool = False
     fused: bool = False
     pallas: bool = False
@@ -304,6 +334,12 @@ class PPGN(nn.Module):
         chans = noise_channels(noise_level, self.noise_features)       # [B, C]
         x0 = jnp.concatenate([adj[..., None], chans[:, None, None, :] * eye[..., None]], axis=-1)
         x0 = x0 * sq[..., None]                                       # [B, N, N, 1 + C]
+        if self.walk_features < 0:
+            raise ValueError(f"config.model.ppgn.walk_features: expected >= 0, got "
+                             f"{self.walk_features}")
+        if self.walk_features:                                        # [B, N, N, 1 + C + K]
+            x0 = jnp.concatenate([x0, random_walk_channels(adj, node_mask,
+                                                           self.walk_features)], axis=-1)
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
