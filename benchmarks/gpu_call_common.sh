@@ -2,8 +2,8 @@
 # OUT and the result folders they need. Sets RUNS, the XLA environment, T0 and
 # records the card; defines:
 #   elapsed                 seconds since T0
-#   stop_at SECONDS PID...  SIGTERM each PID still running at SECONDS, give it 40 s to
-#                           finish its checkpoint, then SIGKILL. (SIGTERM, not SIGINT:
+#   stop_at SECONDS PID...  SIGTERM every PID still running at SECONDS, give them 40 s
+#                           together to finish their checkpoints, then SIGKILL. (SIGTERM, not SIGINT:
 #                           background jobs of a non-interactive shell ignore SIGINT;
 #                           the ddgjax CLIs turn SIGTERM into a clean interrupt.)
 #   pack_sbm                the SBM workdir in <= 15 MiB parts ($OUT/sbm_ckpt.tar.gz.part_*;
@@ -17,12 +17,12 @@ T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
 stop_at() {
   local limit=$1; shift
-  for p in "$@"; do
-    while kill -0 $p 2>/dev/null && [ $(elapsed) -lt "$limit" ]; do sleep 2; done
-    kill -TERM $p 2>/dev/null
-    for _ in $(seq 40); do kill -0 $p 2>/dev/null || break; sleep 1; done
-    kill -KILL $p 2>/dev/null; wait $p 2>/dev/null
-  done
+  local p _
+  any_alive() { for p in "$@"; do if kill -0 $p 2>/dev/null; then return 0; fi; done; return 1; }
+  while [ $(elapsed) -lt "$limit" ] && any_alive "$@"; do sleep 2; done
+  for p in "$@"; do kill -TERM $p 2>/dev/null; done   # all at once, one grace period
+  for _ in $(seq 40); do any_alive "$@" || break; sleep 1; done
+  for p in "$@"; do kill -KILL $p 2>/dev/null; wait $p 2>/dev/null; done
 }
 pack_sbm() { tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.part_"; }
 pack_results() {

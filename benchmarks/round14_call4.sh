@@ -8,6 +8,7 @@ set -uo pipefail
 OUT=$1
 source "$(dirname "$0")/gpu_call_common.sh"
 mkdir -p runs/r14c "$OUT/res/samples"
+shopt -s nullglob
 pids=()
 for t in .devdata/r14ck/ckpt_*.tar.gz; do
   tar xzf $t -C runs/r14c

@@ -13,10 +13,12 @@
 # left, else starts it. Training stops with SIGTERM at $HARD_SECONDS - 110 s (checkpoints
 # stay complete); then every variant samples 5 seeds x 40 graphs at 64 steps from its
 # best_val (EMA), graphs only (graph-tool validity and MMDs later on a CPU:
-# benchmarks/check_samples.py). CONFIRM=1 first samples the round-13 run's best_val
-# (carried .devdata/sbm_r11/sbm_best) 5 x 40 with the same sampler on GPU 0.
+# benchmarks/check_samples.py). CONFIRM=1 also samples the round-13 run's best_val
+# (carried .devdata/sbm_r11/sbm_best) 5 x 40 with the same sampler on GPU 0, beside the
+# first variant's training.
 # With PACK_BEST=K the K variants with the best validation keys also come back as
-# $OUT/ckpt_NAME.tar.gz (config, dataset, metrics and the best_val checkpoint).
+# $OUT/ckpt_NAME.tar.gz (config, dataset, metrics and the best_val checkpoint; in 15 MiB
+# parts if larger than 16 MB).
 # $OUT: results.tar.gz (res/: logs, metrics, samples, times) and the checkpoint tars.
 # EXTRA_ALL: more overrides for every variant (a CPU dry run: a tiny model, few epochs).
 # Usage: CALL=1 bash benchmarks/round14_sbm_variants.sh OUT
@@ -87,6 +89,10 @@ print(' '.join(sorted(keys, key=keys.get)[:int(sys.argv[2])]))" \
   for name in $(cat "$OUT/res/packed.txt"); do
     tar czf "$OUT/ckpt_$name.tar.gz" -C $RUNS $name/config.json $name/dataset.json \
       $name/metrics.jsonl $name/checkpoints/best_val
+    # a file over 16 MiB does not come back: then 15 MiB parts (cat them | tar xz)
+    if [ $(stat -c %s "$OUT/ckpt_$name.tar.gz") -gt 16000000 ]; then
+      split -b 15m "$OUT/ckpt_$name.tar.gz" "$OUT/ckpt_$name.tar.gz.part_" && rm "$OUT/ckpt_$name.tar.gz"
+    fi
   done
 fi
 pack_results

@@ -29,7 +29,8 @@ def get_config():
     config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
     # noise_features: "linear" (the raw noise level, the paper's) or "log" (plus a log-scale
     # channel that resolves low noise levels).
-    # walk_features: K > 0 adds K random-walk channels n * (D^-1 A_t)^k, k = 1..K (0: none).
+    # walk_features: K > 0 adds K random-walk channels log(1 + n (D^-1 A_t)^k), k = 1..K
+    # (0: none; discrete diffusion only).
     # remat: recompute each block in the backward pass (less memory at large N).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
@@ -69,7 +70,9 @@ def get_config():
     config.train.b1 = 0.9
     config.train.b2 = 0.999
     config.train.grad_clip = 0.0              # 0: no clipping (the paper)
-    config.train.weight_decay = 0.0           # > 0: AdamW's decoupled decay (0: Adam, the paper)
+    # > 0: AdamW, every parameter (biases too) shrunk by lr * weight_decay per step; 0: Adam.
+    # Not the paper's "weight decay 0.999", which is lr_decay_per_epoch above.
+    config.train.weight_decay = 0.0
     config.train.ema_decay = 0.0              # 0: no EMA (the paper)
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10

@@ -32,6 +32,9 @@ SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size")
 # (the parameters and the process stay the same): a resume may change them.
 RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",
                      "model.compute_dtype")
+# Keys added after runs were recorded, with the value an older run had: filled in where a
+# config lacks them, so that resuming an old run with the new option on is refused.
+NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "train.weight_decay": 0.0}
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 
@@ -94,11 +97,20 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
     """What makes a new run differ from the recorded one, as ``"key (old -> new)"`` texts.
 
     Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have
-    (a key one of them lacks is not compared: configs gain keys over time) and
-    the dataset-record fields :data:`SAME_DATA_FIELDS` that both records have.
+    (a key one of them lacks is not compared: configs gain keys over time, except those of
+    :data:`NEW_KEY_DEFAULTS`, read as their old value), whether ``train.weight_decay`` is
+    on in both or neither, and the dataset-record fields :data:`SAME_DATA_FIELDS` that
+    both records have.
     """
     old_flat, new_flat = flatten(old_config), flatten(config)
+    for key, default in NEW_KEY_DEFAULTS.items():
+        for flat in (old_flat, new_flat):
+            flat.setdefault(key, default)
     diffs = []
+    old_wd, new_wd = (float(f["train.weight_decay"]) for f in (old_flat, new_flat))
+    if (old_wd > 0) != (new_wd > 0):  # Adam <-> AdamW: another optimizer state
+        diffs.append(f"train.weight_decay ({old_wd!r} -> {new_wd!r}: Adam and AdamW keep "
+                     "different optimizer states)")
     for key in sorted(set(old_flat) & set(new_flat)):
         if key in RESUMABLE_CHANGES:
             continue

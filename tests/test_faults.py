@@ -163,6 +163,24 @@ def test_resume_may_change_remat_and_compute_dtype():
     assert run_differences(old, {}, new, {}) == ["model.ppgn.hidden (8 -> 16)"]
 
 
+def test_resume_refuses_new_options_an_old_run_did_not_have():
+    """A config recorded before walk_features / weight_decay existed reads them as off:
+    resuming it with walk features, or switching Adam <-> AdamW, is refused; another
+    nonzero weight decay is not."""
+    from ddgjax.workdir import run_differences
+    old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}}, "train": {"batch_size": 4}}
+    new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "walk_features": 0}},
+           "train": {"batch_size": 4, "weight_decay": 0.0}}
+    assert run_differences(old, {}, new, {}) == []
+    new["model"]["ppgn"]["walk_features"] = 4
+    assert run_differences(old, {}, new, {}) == ["model.ppgn.walk_features (0 -> 4)"]
+    new["model"]["ppgn"]["walk_features"] = 0
+    new["train"]["weight_decay"] = 0.1
+    assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]
+    old["train"]["weight_decay"] = 0.05
+    assert run_differences(old, {}, new, {}) == []
+
+
 def test_missing_config_file_is_one_line(tmp_path, capsys):
     code = train_cli.main(["ddgjax-train", "--config", str(tmp_path / "nope.py"),
                            f"--workdir={tmp_path / 'w'}"])

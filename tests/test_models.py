@@ -325,7 +325,7 @@ def test_ppgn_log_noise_features():
 
 
 def test_random_walk_channels_equal_float64_walk_powers():
-    """``random_walk_channels``: ``n * (D^-1 A)^k`` by brute force in float64, rows of an
+    """``random_walk_channels``: ``log(1 + n * (D^-1 A)^k)`` by brute force in float64, rows of an
     isolated node zero, nothing on padding."""
     from ddgjax.models.ppgn import random_walk_channels
     adj, nm = random_batch(21, [N, 6, 2], N)
@@ -339,7 +339,8 @@ def test_random_walk_channels_equal_float64_walk_powers():
         deg = a.sum(1, keepdims=True)
         w = np.divide(a, deg, out=np.zeros_like(a), where=deg > 0)
         for k in range(3):
-            np.testing.assert_allclose(out[b, :n, :n, k], n * np.linalg.matrix_power(w, k + 1),
+            np.testing.assert_allclose(out[b, :n, :n, k],
+                                       np.log1p(n * np.linalg.matrix_power(w, k + 1)),
                                        rtol=1e-5, atol=1e-6)
         assert np.all(out[b, n:] == 0) and np.all(out[b, :, n:] == 0)
     assert np.all(out[0, 3] == 0)
@@ -364,6 +365,10 @@ def test_ppgn_walk_features_are_equivariant_and_padding_free():
     adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
     out2 = np.asarray(apply(params, adj2, nm2, t, level))
     np.testing.assert_allclose(out2[:, :N, :N], out, rtol=1e-4, atol=1e-4)
+    # the walk channels reach the logits: other weights on them, other outputs
+    moved = jax.tree_util.tree_map(lambda a: a, params)
+    moved["params"]["embed"]["kernel"] = params["params"]["embed"]["kernel"].at[2:].add(1.0)
+    assert np.max(np.abs(np.asarray(apply(moved, adj, nm, t, level)) - out)) > 1e-3
     plain = build_model("ppgn", T, hidden=8, num_blocks=2)
     assert random_params(plain)["params"]["embed"]["kernel"].shape[0] == 2
     with pytest.raises(ValueError, match="config.model.ppgn.walk_features"):

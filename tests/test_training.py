@@ -363,3 +363,26 @@ def test_weight_decay_makes_adamw_and_shrinks_parameters():
     cfg.train.weight_decay = -0.1
     with pytest.raises(ConfigError, match="train.weight_decay"):
         validate_config(cfg)
+    # a train config written before the field existed is plain Adam
+    import ml_collections
+    old = ml_collections.ConfigDict({k: v for k, v in cfg.train.to_dict().items()
+                                     if k != "weight_decay"})
+    tx = training.make_optimizer(old, 1)
+    updates, _ = tx.update(zeros, tx.init(params), params)
+    chex.assert_trees_all_close(optax.apply_updates(params, updates), params)
+
+
+def test_walk_features_config_checks():
+    """walk_features: negative, or with the Gaussian baseline (signed x_t), is a config
+    error naming the field."""
+    from ddgjax.configuration import ConfigError, validate_config
+    cfg = test_config.get_config()
+    cfg.model.ppgn.walk_features = 3
+    validate_config(cfg)
+    cfg.diffusion.kind = "gaussian"
+    with pytest.raises(ConfigError, match="walk_features.*discrete"):
+        validate_config(cfg)
+    cfg.diffusion.kind = "discrete"
+    cfg.model.ppgn.walk_features = -2
+    with pytest.raises(ConfigError, match="config.model.ppgn.walk_features"):
+        validate_config(cfg)

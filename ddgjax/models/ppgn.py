@@ -4,11 +4,12 @@ The network works on per-pair features and, as in the paper (docs/method.md,
 "Denoisers"), is:
 
     X_0   = mask([A_t, s_t * I])        # C = 2; s_t the noise level (beta_bar_t for bit flips)
+                                        # (+1 log-level channel, + K random-walk channels)
     Y     = mask(Dense_h(X_0))
     block k = 1..d:
         P = mask(m1(Y)) @ mask(m2(Y)) / sqrt(n)    # per channel, over the node axis
         Y = mask(InstanceNorm(Dense_h(concat[Y, P])))                  # Y = X_k
-    Z     = Dense_h(concat[X_0, X_1, ..., X_d])                        # 2 + d*h -> h
+    Z     = Dense_h(concat[X_0, X_1, ..., X_d])                        # C + d*h -> h
     Z     = Z + leaky_relu(Dense_h(Z))
     L     = Dense_1(Z);  logits = mask_offdiag((L + L^T) / 2)
 
@@ -27,7 +28,7 @@ the outputs of ``m1``/``m2`` and their product, which are channels first,
 ``'cbik,cbkj->cbij'``, one batched GEMM over the leading axes, and the Dense
 layers read and write either layout without transposes (a GEMM can emit its
 result transposed at no cost). ``Linear`` also replaces every Dense applied to a
-concatenation by a sum of partial products, so the ``2 + d*h`` readout input is
+concatenation by a sum of partial products, so the ``C + d*h`` readout input is
 never materialised. Measured on one H200 (JAX 0.11.2, 8 blocks x 128 channels,
 N = 60, B = 512): the all-channels-last einsum ``'bikc,bkjc->bijc'`` (which XLA
 also maps to one cuBLAS batched GEMM, with 33 transposes around the GEMMs) plus a
@@ -248,14 +249,17 @@ def noise_channels(noise_level: jax.Array, kind: str = "linear") -> jax.Array:
 
 
 def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -> jax.Array:
-    """Random-walk input channels (relative random-walk probabilities, as DeFoG's RRWP).
+    """Random-walk input channels (after the relative random-walk probabilities, RRWP,
+    of GRIT and DeFoG, here log-scaled).
 
     With ``W = D^-1 A`` (rows of isolated nodes zero) the channels are
-    ``n * W^k[i, j]`` for ``k = 1 .. num_walks``: the probability that a ``k``-step walk
-    from ``i`` ends at ``j``, times the node count ``n`` so that a walk spread evenly over
-    the graph reads 1. Matrix powers of ``A_t``: exactly permutation equivariant and, since
-    padding nodes have no edges, independent of the padding. Computed in float32 with no
-    gradient (they are inputs).
+    ``log(1 + n * W^k[i, j])`` for ``k = 1 .. num_walks``: the probability that a
+    ``k``-step walk from ``i`` ends at ``j``, times the node count ``n`` so that a walk
+    spread evenly over the graph reads log 2, and log-scaled so that the ``n / deg`` of a
+    leaf's one edge (up to ``n``) stays O(log n). Matrix powers of ``A_t``: exactly
+    permutation equivariant and, since padding nodes have no edges, independent of the
+    padding. Computed in float32 with no gradient (they are inputs). ``adj`` must be 0/1
+    (the bit-flip process's ``A_t``).
 
     Args: ``adj`` ``[B, N, N]`` (0 on padding), ``node_mask`` ``bool[B, N]``,
     ``num_walks`` ``K >= 1``. Returns float32 ``[B, N, N, K]``, 0 off the real block.
@@ -269,7 +273,7 @@ def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -
     for _ in range(num_walks - 1):
         p = jnp.matmul(p, walk, precision=jax.lax.Precision.HIGHEST)
         powers.append(p * n)
-    return jax.lax.stop_gradient(jnp.stack(powers, axis=-1) * sq[..., None])
+    return jax.lax.stop_gradient(jnp.log1p(jnp.stack(powers, axis=-1)) * sq[..., None])
 
 
 class PPGN(nn.Module):
@@ -292,7 +296,7 @@ class PPGN(nn.Module):
         bfloat16 (in float32 the XLA path was faster); shapes the kernels can't tile
         fall back to XLA.
       walk_features: ``K > 0`` adds ``K`` input channels of random-walk probabilities of
-        ``A_t`` (``random_walk_channels``: ``n * (D^-1 A_t)^k``, ``k = 1..K``): global
+        ``A_t`` (``random_walk_channels``: ``log(1 + n * (D^-1 A_t)^k)``, ``k = 1..K``): global
         structure, such as communities, that the blocks would otherwise have to build from
         products of the adjacency. 0 (the paper's): none.
       remat: recompute each block's activations in the backward pass
@@ -352,7 +356,7 @@ class PPGN(nn.Module):
         for k in range(self.num_blocks):
             x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(x, sq, inv_sqrt_n)
             outs.append(x)
-        # Dense(1 + C + d*h -> h) on the concatenation of input and block outputs.
+        # Dense(C_0 + d*h -> h) on the concatenation of input (C_0 channels) and block outputs.
         z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
         z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
         logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
