@@ -20,6 +20,8 @@
 # $OUT/ckpt_NAME.tar.gz (config, dataset, metrics and the best_val checkpoint; in 15 MiB
 # parts if larger than 16 MB).
 # $OUT: results.tar.gz (res/: logs, metrics, samples, times) and the checkpoint tars.
+# GRID (default power:2) and SEED (default 1) change the sampling grid of validation and
+# of the final samples, and the training seed, for every variant.
 # EXTRA_ALL: more overrides for every variant (a CPU dry run: a tiny model, few epochs).
 # Usage: CALL=1 bash benchmarks/round14_sbm_variants.sh OUT
 set -uo pipefail
@@ -29,9 +31,10 @@ RUNS=runs/r14
 HARD=${HARD_SECONDS:-530}
 CALL=${CALL:-1}
 mkdir -p $RUNS "$OUT/res/samples"
-SAMPLER="--option logit_scale=0.9 --option grid=power:2"
-COMMON="--config.train.seed=1 --config.validation.every_epochs=250 \
- --config.train.checkpoint_every_epochs=50 --config.sample.grid=power:2 \
+GRID=${GRID:-power:2}
+SAMPLER="--option logit_scale=0.9 --option grid=$GRID"
+COMMON="--config.train.seed=${SEED:-1} --config.validation.every_epochs=250 \
+ --config.train.checkpoint_every_epochs=50 --config.sample.grid=$GRID \
  --config.train.num_epochs=${EPOCHS:-2500} ${EXTRA_ALL:-}"
 IFS='|' read -ra variants <<< "${VARIANTS:-ctrl:|wd:--config.train.weight_decay=0.1|unif:--config.diffusion.train_grid=uniform|wdunif:--config.train.weight_decay=0.1 --config.diffusion.train_grid=uniform}"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$ngpu" -ge 1 ] || ngpu=1
