@@ -114,10 +114,13 @@ def validate_config(config) -> None:
     walks = int(config.model.get("ppgn", {}).get("walk_features", 0))
     if walks < 0:
         raise ConfigError(f"config.model.ppgn.walk_features: expected >= 0 (0: none), got {walks}")
-    if walks and config.diffusion.get("kind", "discrete") != "discrete":
-        # random walks need a 0/1 graph; the Gaussian baseline's x_t is signed
-        raise ConfigError("config.model.ppgn.walk_features: only with diffusion.kind='discrete' "
-                          f"(got {config.diffusion.kind!r})")
+    if walks:
+        from ddgjax.processes import binary_denoiser_input
+        if not binary_denoiser_input(config):
+            # random walks need a 0/1 graph; the Gaussian baseline's x_t is signed
+            raise ConfigError("config.model.ppgn.walk_features: only with a process that "
+                              "denoises a 0/1 graph (the discrete one, not the Gaussian "
+                              "baseline)")
     if config.diffusion.get("continuous_time", False) and config.model.name != "ppgn":
         # EDP-GNN conditions on the level index, which continuous time does not have.
         raise ConfigError("config.diffusion.continuous_time: only for PPGN with the 'simple' loss")

@@ -380,7 +380,7 @@ def test_walk_features_config_checks():
     cfg.model.ppgn.walk_features = 3
     validate_config(cfg)
     cfg.diffusion.kind = "gaussian"
-    with pytest.raises(ConfigError, match="walk_features.*discrete"):
+    with pytest.raises(ConfigError, match="walk_features.*0/1 graph"):
         validate_config(cfg)
     cfg.diffusion.kind = "discrete"
     cfg.model.ppgn.walk_features = -2

@@ -49,6 +49,13 @@ def process_from_config(config) -> NoiseProcess:
     return _process_module(config).from_config(config)
 
 
+def binary_denoiser_input(config) -> bool:
+    """Whether the process hands its denoiser a 0/1 graph ``A_t`` (bit flips) rather than
+    a real-valued signal (the Gaussian baseline's signed ``x_t``); features that need a
+    graph, such as PPGN's random-walk channels, need it."""
+    return bool(_process_module(config).BINARY_DENOISER_INPUT)
+
+
 def fit_to_data(config, adj, node_mask):
     """``config`` with the process's data-dependent values set from the padded training
     split ``adj [G, N, N]``, ``node_mask [G, N]`` (e.g. the marginal prior's edge
@@ -57,4 +64,5 @@ def fit_to_data(config, adj, node_mask):
 
 
 __all__ = ["BitFlipProcess", "DenoiseFn", "GaussianProcess", "LossOutput", "NoiseProcess",
-           "REGISTRY", "Sampler", "fit_to_data", "process_from_config"]
+           "REGISTRY", "Sampler", "binary_denoiser_input", "fit_to_data",
+           "process_from_config"]

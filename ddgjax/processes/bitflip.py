@@ -31,6 +31,8 @@ from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
 from ddgjax.processes.flip_schedules import SCHEDULES, NoiseSchedule, make_schedule
 
 LOSSES = ("simple", "vb")
+# The denoiser sees the 0/1 graph A_t (processes.binary_denoiser_input).
+BINARY_DENOISER_INPUT = True
 ALGORITHMS = (1, 2)
 
 

@@ -58,6 +58,8 @@ from ddgjax.processes.base import (DenoiseFn, LossOutput, NoiseProcess, Sampler,
                                    uniform_timestep, vmap_per_graph)
 
 SCHEDULES = ("cosine", "linear")
+# The denoiser sees the signed signal x_t, not a 0/1 graph (processes.binary_denoiser_input).
+BINARY_DENOISER_INPUT = False
 DEFAULTS = {"schedule": "cosine", "eta": 1.0, "clip_x0": True}
 SAMPLERS = ("ddpm", "langevin")
 # Annealed-Langevin defaults (EDP-GNN / the paper's PPGN-Score), in adjacency units
