@@ -589,3 +589,187 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     assert pallas_launch.available() and "pallas_call" in program()
     monkeypatch.delenv("DDGJAX_PALLAS_INTERPRET")
     assert not pallas_launch.available() and "pallas_call" not in program()
+
+
+def _random_affine(key, graphs, channels):
+    k1, k2 = jax.random.split(key)
+    return jnp.stack([0.5 + jax.random.uniform(k1, (graphs, channels)),
+                      jax.random.normal(k2, (graphs, channels))], axis=1)
+
+
+def test_norm_folding_affine_equals_the_instance_norm():
+    """affine_from_sums + apply_affine_reference give masked_instance_norm of y in float64-
+    checked float32 (sums as the mixing kernel makes them, shifted by the bias)."""
+    from ddgjax.models.common import masked_instance_norm
+    from ddgjax.models.norm_folding import affine_from_sums, apply_affine_reference
+    G, n, C = 3, 5, 4
+    y = 3.0 + jax.random.normal(jax.random.key(1), (G, n, n, C))
+    sq = np.zeros((G, n, n), bool)
+    for g, k in enumerate([5, 3, 1]):
+        sq[g, :k, :k] = True
+    shift = jnp.full((C,), 2.5)
+    d = jnp.where(sq[..., None], y - shift, 0.0)
+    sums = jnp.stack([d.sum((1, 2)), (d * d).sum((1, 2))], axis=1)
+    affine = affine_from_sums(sums, shift, sq.sum((1, 2)))
+    got = apply_affine_reference(y.reshape(-1, C), affine, sq.reshape(-1), n * n)
+    want = masked_instance_norm(y, jnp.asarray(sq))
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("nodes,G", [(6, 4), (8, 4)])
+def test_folded_kernels_equal_their_references_also_under_vmap(nodes, G):
+    """The pair-MLP and mixing kernels that apply the previous norm's affine and the mask
+    as they load a tile (tiles spanning two graphs at 6 nodes: 36 rows in 32-row tiles)
+    equal their XLA references in float32; under vmap the examples' rows are merged;
+    gradients are the references'."""
+    from ddgjax.models.mix_norm_kernel import (mix_with_stats_folded,
+                                               mix_with_stats_folded_reference)
+    from ddgjax.models.pair_mlp_kernel import pair_mlps_folded, pair_mlps_folded_reference
+    keys = jax.random.split(jax.random.key(8), 9)
+    C = H = 16
+    nsq = nodes * nodes
+    M = G * nsq
+    y = 2.0 + jax.random.normal(keys[0], (M, C))
+    affine = _random_affine(keys[1], G, C)
+    w0, b0 = jax.random.normal(keys[2], (2, C, H)) / 4, jax.random.normal(keys[3], (2, H))
+    w1, b1 = jax.random.normal(keys[4], (2, H, H)) / 4, jax.random.normal(keys[5], (2, H))
+    mask = (jax.random.uniform(keys[6], (M,)) < 0.7).astype(jnp.float32)
+    scale = mask * 0.3
+    got = pair_mlps_folded(y, affine, w0, b0, w1, b1, scale, nsq)
+    want = pair_mlps_folded_reference(y, affine, w0, b0, w1, b1, scale, nsq)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-4)
+    prod = jax.random.normal(keys[7], (H, M))
+    wx, wp = jax.random.normal(keys[8], (C, H)) / 4, w1[0]
+    got = mix_with_stats_folded(y, affine, prod, wx, wp, b1[0], mask, nsq)
+    want = mix_with_stats_folded_reference(y, affine, prod, wx, wp, b1[0], mask, nsq)
+    for a, w in zip(got, want):
+        np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-3)
+    half = lambda v: v.reshape((2, -1) + v.shape[1:])
+    ys, affs, ss, ms = half(y), half(affine), half(scale), half(mask)
+    got = jax.vmap(lambda a, f, s: pair_mlps_folded(a, f, w0, b0, w1, b1, s, nsq))(ys, affs, ss)
+    ps = jnp.stack([prod[:, :M // 2], prod[:, M // 2:]])
+    mixed = jax.vmap(lambda a, f, p, m: mix_with_stats_folded(a, f, p, wx, wp, b1[0], m, nsq))(
+        ys, affs, ps, ms)
+    for v in range(2):
+        want = pair_mlps_folded_reference(ys[v], affs[v], w0, b0, w1, b1, ss[v], nsq)
+        for a, w in zip(got, want):
+            np.testing.assert_allclose(a[v], w, rtol=1e-5, atol=1e-4)
+        want = mix_with_stats_folded_reference(ys[v], affs[v], ps[v], wx, wp, b1[0], ms[v], nsq)
+        for a, w in zip(mixed, want):
+            np.testing.assert_allclose(a[v], w, rtol=1e-5, atol=1e-3)
+    loss = lambda f: lambda a: jnp.sum(jnp.stack(f(y, a, w0, b0, w1, b1, scale, nsq)) ** 2)
+    np.testing.assert_allclose(jax.grad(loss(pair_mlps_folded))(affine),
+                               jax.grad(loss(pair_mlps_folded_reference))(affine),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_folded_block_and_readout_equal_the_fused_block_and_linear_in_float32():
+    """PPGNBlockFolded (kernels interpreted, float32) returns the raw output and norm
+    affine of PPGNBlockFused's normalised output, from the raw input and affine, with
+    the same parameters; folded_readout equals Linear on the normalised features."""
+    from ddgjax.models.norm_folding import apply_affine_reference
+    from ddgjax.models.ppgn import Linear, PPGNBlockFolded, PPGNBlockFused, folded_readout
+    Bq, n_max, h = 8, 6, 16
+    keys = jax.random.split(jax.random.key(9), 4)
+    node_mask = np.zeros((Bq, n_max), bool)
+    for g, k in enumerate([6, 4, 2, 6, 1, 5, 6, 3]):
+        node_mask[g, :k] = True
+    sq = jnp.asarray(node_mask[:, :, None] & node_mask[:, None, :])
+    inv_sqrt_n = jax.lax.rsqrt(jnp.asarray(node_mask.sum(1), jnp.float32))
+    y = 1.0 + jax.random.normal(keys[0], (Bq, n_max, n_max, h))
+    affine = _random_affine(keys[1], Bq, h)
+    rows = Bq * n_max * n_max
+    flat = lambda v: v.reshape(rows, v.shape[-1])
+    x = apply_affine_reference(flat(y), affine, flat(sq[..., None]), n_max * n_max).reshape(y.shape)
+    fused = PPGNBlockFused(h, jnp.float32)
+    params = fused.init(keys[2], x, sq, inv_sqrt_n)
+    assert PPGNBlockFolded.supported(Bq, n_max, h, h)
+    folded = PPGNBlockFolded(h, jnp.float32)
+    assert (jax.tree_util.tree_structure(folded.init(keys[2], y, affine, sq, inv_sqrt_n))
+            == jax.tree_util.tree_structure(params))
+    want = fused.apply(params, x, sq, inv_sqrt_n)
+    out, out_affine = folded.apply(params, y, affine, sq, inv_sqrt_n)
+    got = apply_affine_reference(flat(out), out_affine, flat(sq[..., None]), n_max * n_max)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+    x0 = jax.random.normal(keys[3], (Bq, n_max, n_max, 3)) * sq[..., None]
+    lin = Linear(h)
+    lp = lin.init(keys[3], x0, want, want)
+    z = folded_readout(lp["params"]["kernel"], lp["params"]["bias"], x0,
+                       [(out, out_affine), (out, out_affine)], jnp.float32)
+    np.testing.assert_allclose(np.where(sq[..., None], z, 0.0),
+                               np.where(sq[..., None], lin.apply(lp, x0, want, want), 0.0),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_ppgn_folds_its_norms_with_the_kernels_and_matches_the_norm_pass(monkeypatch):
+    """pallas=True in bfloat16 folds every block's norm into its readers (one affine per
+    block) and gives the unfolded kernel path's logits (DDGJAX_FOLD_NORM=0) up to
+    bfloat16 rounding, with padding; the folded path is also taken under remat."""
+    from ddgjax.models import norm_folding
+    calls = []
+    real = norm_folding.affine_from_sums
+    monkeypatch.setattr(norm_folding, "affine_from_sums",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
+    adj, nm = random_batch(13, [6, 5, 3, 6], 6)
+    t, lv = noise_inputs(4, seed=9)
+    folded = build_model("ppgn", T, **bf16).apply(params, adj, nm, t, lv)
+    assert len(calls) == 2
+    remat = build_model("ppgn", T, remat=True, **bf16).apply(params, adj, nm, t, lv)
+    assert len(calls) == 4
+    monkeypatch.setenv("DDGJAX_FOLD_NORM", "0")
+    unfolded = build_model("ppgn", T, **bf16).apply(params, adj, nm, t, lv)
+    assert len(calls) == 4 and _relative_error(folded, unfolded) < 1e-2
+    assert _relative_error(remat, folded) < 1e-6
+
+
+def test_readout_kernel_equals_its_reference_also_under_vmap():
+    """The one-pass readout kernel (readout, residual and output layers on the folded
+    block outputs, tiles spanning two graphs) equals its XLA reference in float32, also
+    under vmap with the examples' rows merged; its gradient is the reference's."""
+    from ddgjax.models.readout_kernel import readout_logits, readout_logits_reference
+    keys = jax.random.split(jax.random.key(10), 12)
+    G, nodes, C0, h, H = 4, 6, 16, 16, 16
+    nsq = nodes * nodes
+    M = G * nsq
+    x0 = jax.random.normal(keys[0], (M, C0))
+    blocks = [(1.0 + jax.random.normal(keys[1 + k], (M, h)), _random_affine(keys[3 + k], G, h))
+              for k in range(2)]
+    w0 = jax.random.normal(keys[5], (C0, H)) / 4
+    ws = [jax.random.normal(keys[6 + k], (h, H)) / 4 for k in range(2)]
+    bias, bres = jax.random.normal(keys[8], (H,)), jax.random.normal(keys[9], (H,))
+    wres, wout = jax.random.normal(keys[10], (H, H)) / 4, jax.random.normal(keys[11], (H,))
+    args = (x0, blocks, w0, ws, bias, wres, bres, wout, jnp.float32(0.3))
+    got = readout_logits(*args, nsq)
+    want = readout_logits_reference(*args, nsq)
+    assert got.shape == (M,)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    half = lambda v: v.reshape((2, -1) + v.shape[1:])
+    vm = jax.vmap(lambda x, b: readout_logits(x, b, *args[2:], nsq))(
+        half(x0), [(half(y), half(a)) for y, a in blocks])
+    np.testing.assert_allclose(vm.reshape(-1), want, rtol=1e-5, atol=1e-4)
+    grad = lambda f: jax.grad(lambda w: jnp.sum(f(x0, blocks, w0, ws, bias, w, bres, wout,
+                                                  jnp.float32(0.3), nsq) ** 2))(wres)
+    np.testing.assert_allclose(grad(readout_logits), grad(readout_logits_reference),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_ppgn_readout_kernel_matches_the_xla_readout(monkeypatch):
+    """With the norms folded, the readout kernel (the default) and the XLA readout
+    (DDGJAX_READOUT_KERNEL=0) give the same bfloat16 logits up to rounding, with padding
+    and with walk features (x0 padded to 16 channels); both match the XLA fused model."""
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16, walk_features=2)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2, walk_features=2))
+    adj, nm = random_batch(14, [6, 5, 3, 6], 6)
+    t, lv = noise_inputs(4, seed=10)
+    fast = build_model("ppgn", T, pallas=True, **bf16)
+    program = str(jax.make_jaxpr(lambda p: fast.apply(p, adj, nm, t, lv))(params))
+    assert program.count("pallas_call") == 5   # 2 per block + the readout
+    with_kernel = fast.apply(params, adj, nm, t, lv)
+    monkeypatch.setenv("DDGJAX_READOUT_KERNEL", "0")
+    xla_readout = fast.apply(params, adj, nm, t, lv)
+    xla = build_model("ppgn", T, fused=True, **bf16).apply(params, adj, nm, t, lv)
+    assert _relative_error(with_kernel, xla_readout) < 1e-2
+    assert _relative_error(with_kernel, xla) < 2e-2
