@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from ddgjax.models import norm_folding, pallas_launch
+from ddgjax.models import pallas_launch
 
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -54,14 +54,6 @@ def mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     return y, sums
 
 
-def mix_with_stats_folded_reference(y, affine, prod, wx, wp, b, row_mask, nodes_sq: int):
-    """``mix_with_stats_reference`` of the block input ``x = mask * (y * scale_g +
-    shift_g)`` (``norm_folding``; ``y`` ``[M, C]``, ``affine`` float32 ``[G, 2, C]``, the
-    mask ``row_mask``); the rest as there."""
-    x = norm_folding.apply_affine_reference(y, affine, row_mask, nodes_sq)
-    return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
-
-
 def tile_rows(m: int, nodes_sq: int) -> int | None:
     """The largest tile in ``TILE_ROWS`` dividing ``m`` and no longer than one graph."""
     cap = int(os.environ.get("DDGJAX_MIX_TILE", max(TILE_ROWS)))
@@ -77,16 +69,9 @@ def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
             and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h))
 
 
-def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, *refs, tm, nodes_sq, folded):
+def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq):
     i = pl.program_id(0)
-    if folded:                                       # x = affine(y) (norm_folding)
-        a_first, a_next, y_ref, s_ref = refs
-        x = norm_folding.affine_tile(x_ref[...], a_first, a_next, m_ref[...], i, tm,
-                                     nodes_sq).astype(x_ref.dtype)
-    else:
-        y_ref, s_ref = refs
-        x = x_ref[...]
-    d = (jnp.dot(x, wx_ref[...], preferred_element_type=jnp.float32)
+    d = (jnp.dot(x_ref[...], wx_ref[...], preferred_element_type=jnp.float32)
          + jnp.dot(p_ref[...].T, wp_ref[...], preferred_element_type=jnp.float32))  # [TM, H]
     y_ref[...] = (d + b_ref[...].astype(jnp.float32)[None, :]).astype(y_ref.dtype)
     rows = i * tm + jax.lax.broadcasted_iota(jnp.int32, (tm,), 0)
@@ -98,28 +83,26 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, *refs, tm, nodes_sq, fol
         s_ref[2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
-def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, affine=None):
+def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
     m_rows, c = x.shape
     hidden = wx.shape[-1]
     tm = tile_rows(m_rows, nodes_sq)
     tiles = m_rows // tm
-    folded = [] if affine is None else [norm_folding.pad_for_tiles(affine)] * 2
-    folded_specs = [] if affine is None else norm_folding.affine_block_specs(tm, nodes_sq, c)
     y, partial = pl.pallas_call(
-        functools.partial(_kernel, tm=tm, nodes_sq=nodes_sq, folded=affine is not None),
+        lambda *refs: _kernel(*refs, tm=tm, nodes_sq=nodes_sq),
         grid=(tiles,),
         in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
                   pl.BlockSpec((hidden, tm), lambda i: (0, i)),
                   pl.BlockSpec((c, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((hidden, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((hidden,), lambda i: (0,)),
-                  pl.BlockSpec((tm,), lambda i: (i,))] + folded_specs,
+                  pl.BlockSpec((tm,), lambda i: (i,))],
         out_specs=[pl.BlockSpec((tm, hidden), lambda i: (i, 0)),
                    pl.BlockSpec((None, 4, hidden), lambda i: (i, 0, 0))],
         out_shape=[jax.ShapeDtypeStruct((m_rows, hidden), x.dtype),
                    jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
         **pallas_launch.call_options("DDGJAX_MIX"),
-    )(x, prod, wx, wp, b, row_mask, *folded)
+    )(x, prod, wx, wp, b, row_mask)
     graphs = m_rows // nodes_sq
     first_graph = (jnp.arange(tiles) * tm) // nodes_sq                       # [T]
     ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
@@ -167,55 +150,3 @@ def _make(nodes_sq: int):
 def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     """``mix_with_stats_reference`` through the kernel (arguments and results as there)."""
     return _make(nodes_sq)(x, prod, wx, wp, b, row_mask)
-
-
-@functools.lru_cache(maxsize=None)
-def _make_folded(nodes_sq: int):
-    """``mix_with_stats_folded`` for graphs of ``nodes_sq`` rows: kernel, vmap, gradient."""
-
-    @jax.custom_batching.custom_vmap
-    def forward(y, affine, prod, wx, wp, b, row_mask):
-        # (vmap traces the unbatched call first: a shape that tiles only merged falls back)
-        if not supported(y.shape[0], nodes_sq, y.shape[1], wx.shape[-1]):
-            return mix_with_stats_folded_reference(y, affine, prod, wx, wp, b, row_mask,
-                                                   nodes_sq)
-        return _pallas_forward(y, prod, wx, wp, b, row_mask, nodes_sq, affine)
-
-    @forward.def_vmap
-    def forward_vmap(axis_size, in_batched, y, affine, prod, wx, wp, b, row_mask):
-        y_b, a_b, p_b, *w_b, m_b = in_batched
-        m_rows, hidden = y.shape[-2], wx.shape[-1]
-        rows = axis_size * m_rows
-        if any(w_b) or not supported(rows, nodes_sq, y.shape[-1], hidden):
-            axes = tuple(0 if v else None for v in in_batched)
-            ref = lambda *a: mix_with_stats_folded_reference(*a, nodes_sq)
-            return (jax.vmap(ref, in_axes=axes)(y, affine, prod, wx, wp, b, row_mask),
-                    (True, True))
-        full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
-        y, affine, prod, row_mask = (full(y, y_b), full(affine, a_b), full(prod, p_b),
-                                     full(row_mask, m_b))
-        out, sums = forward(y.reshape(rows, -1), affine.reshape((-1,) + affine.shape[2:]),
-                            jnp.swapaxes(prod, 0, 1).reshape(hidden, rows), wx, wp, b,
-                            row_mask.reshape(rows))
-        return (out.reshape(axis_size, m_rows, hidden),
-                sums.reshape((axis_size, -1) + sums.shape[1:])), (True, True)
-
-    @jax.custom_vjp
-    def mix(y, affine, prod, wx, wp, b, row_mask):
-        return forward(y, affine, prod, wx, wp, b, row_mask)
-
-    def fwd(*args):
-        return forward(*args), args
-
-    def bwd(res, g):
-        _, vjp = jax.vjp(lambda *a: mix_with_stats_folded_reference(*a, nodes_sq), *res)
-        return vjp(g)
-
-    mix.defvjp(fwd, bwd)
-    return mix
-
-
-def mix_with_stats_folded(y, affine, prod, wx, wp, b, row_mask, nodes_sq: int):
-    """``mix_with_stats_folded_reference`` through the kernel, which applies the affine
-    and the mask to each tile of ``y`` as it loads it (``norm_folding``)."""
-    return _make_folded(nodes_sq)(y, affine, prod, wx, wp, b, row_mask)

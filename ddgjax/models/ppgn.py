@@ -43,14 +43,13 @@ instance-norm statistics, the last Dense(h -> 1) and the logits are float32.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import mix_norm_kernel, norm_folding, pair_mlp_kernel, readout_kernel
+from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
 from ddgjax.models.common import (check_inputs, instance_norm_from_sums,
                                   masked_instance_norm, masked_instance_norm_one_pass,
                                   node_counts, square_mask, symmetrize_and_mask)
@@ -230,116 +229,6 @@ class PPGNBlockFused(nn.Module):
         return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
 
 
-class PPGNBlockFolded(nn.Module):
-    """``PPGNBlockFused`` on the Pallas kernels with the instance norm folded into its
-    readers (``norm_folding``): it takes the previous block's raw output ``y`` with the
-    per-graph affine of its norm, and returns its own raw output and affine, so no pass
-    writes the normalised features. The same parameters and, up to rounding, the same
-    function: ``x = mask * (y * affine[:, 0] + affine[:, 1])`` is the block input, and
-    the returned pair is ``masked_instance_norm(mix(x, prod))`` in that form.
-
-    Call args: ``y`` ``[B, N, N, c]`` (compute dtype), ``affine`` float32 ``[B, 2, c]``,
-    ``mask_sq`` ``bool[B, N, N]``, ``inv_sqrt_n`` float32 ``[B]``. Returns
-    ``(y [B, N, N, h], affine float32 [B, 2, h])``. Only for shapes ``supported`` takes.
-    """
-
-    hidden: int
-    compute_dtype: Any = jnp.bfloat16
-    eps: float = 1e-5
-
-    @staticmethod
-    def supported(batch: int, nodes: int, c_in: int, hidden: int) -> bool:
-        rows, nodes_sq = batch * nodes * nodes, nodes * nodes
-        return (pair_mlp_kernel.supported(rows, c_in, hidden, nodes_sq)
-                and mix_norm_kernel.supported(rows, nodes_sq, c_in, hidden))
-
-    @nn.compact
-    def __call__(self, y, affine, mask_sq, inv_sqrt_n):
-        cdt, h = self.compute_dtype, self.hidden
-        c_in = y.shape[-1]
-        rows, nodes_sq = y.shape[0] * y.shape[1] * y.shape[2], y.shape[1] * y.shape[2]
-        (k10, b10), (k11, b11) = PairMLPParams(h, name="m1")(c_in)
-        (k20, b20), (k21, b21) = PairMLPParams(h, name="m2")(c_in)
-        kmix, bmix = DenseParams(h, name="mix")(c_in + h)
-        kmix, bmix = kmix.astype(cdt), bmix.astype(cdt)
-        scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt).reshape(rows)
-        stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
-        y = y.astype(cdt).reshape(rows, c_in)
-        m = pair_mlp_kernel.pair_mlps_folded(y, affine, stack(k10, k20), stack(b10, b20),
-                                             stack(k11, k21), stack(b11, b21), scale, nodes_sq)
-        m1, m2 = (v.reshape((h,) + mask_sq.shape) for v in m)          # [h, B, N, N] each
-        prod = channel_matmul(m1, m2)
-        out, sums = mix_norm_kernel.mix_with_stats_folded(
-            y, affine, prod.reshape(h, rows), kmix[:c_in], kmix[c_in:], bmix,
-            mask_sq.reshape(rows).astype(cdt), nodes_sq)
-        new_affine = norm_folding.affine_from_sums(sums, bmix, mask_sq.sum((1, 2)), self.eps)
-        return out.reshape(mask_sq.shape + (h,)), new_affine
-
-
-def folded_readout(kernel: jax.Array, bias: jax.Array, x0: jax.Array, blocks: list,
-                   compute_dtype) -> jax.Array:
-    """``Linear`` over ``[x0, x_1, ..., x_d]`` where block ``k`` comes as its raw output and
-    norm affine (``PPGNBlockFolded``): ``x_k W_k = y_k (scale_k * W_k) + shift_k W_k``, a
-    batched GEMM with per-graph weights, so the normalised ``x_k`` is never written.
-
-    Args: ``kernel`` ``[C0 + d * h, H]``, ``bias`` ``[H]`` (float32 parameters), ``x0``
-    ``[B, N, N, C0]``, ``blocks`` ``d`` pairs ``(y [B, N, N, h], affine float32 [B, 2, h])``.
-    Returns ``[B, N, N, H]`` in ``compute_dtype``; entries touching padding are not
-    masked (every later layer is per entry and the logits are masked).
-    """
-    cdt = compute_dtype
-    c0 = x0.shape[-1]
-    z = jnp.einsum("bijc,cd->bijd", x0.astype(cdt), kernel[:c0].astype(cdt))
-    row = c0
-    for y, affine in blocks:
-        w = kernel[row:row + y.shape[-1]]                               # [h, H] float32
-        per_graph = (affine[:, 0, :, None] * w[None]).astype(cdt)        # [B, h, H]
-        z = z + jnp.einsum("bijc,bcd->bijd", y.astype(cdt), per_graph)
-        z = z + (affine[:, 1] @ w).astype(cdt)[:, None, None, :]
-        row += y.shape[-1]
-    return z + bias.astype(cdt)
-
-
-def fold_norms_enabled() -> bool:
-    """``DDGJAX_FOLD_NORM=0`` keeps the norm pass with the Pallas kernels (benchmarks)."""
-    return os.environ.get("DDGJAX_FOLD_NORM", "1") != "0"
-
-
-def readout_kernel_enabled() -> bool:
-    """``DDGJAX_READOUT_KERNEL=0`` keeps the folded readout on XLA (benchmarks)."""
-    return os.environ.get("DDGJAX_READOUT_KERNEL", "1") != "0"
-
-
-def _pow2_width(c: int) -> int:
-    """The channel width the kernels take for ``c`` channels: a power of two >= 16."""
-    return max(16, 1 << (c - 1).bit_length())
-
-
-def kernel_readout_logits(x0, blocks, readout, residual, out, compute_dtype) -> jax.Array:
-    """The readout, residual and output layers of ``PPGN`` in one kernel
-    (``readout_kernel``), from the folded block outputs; raw logits ``float32[B, N, N]``
-    (not yet symmetrised or masked).
-
-    Args: ``x0`` ``[B, N, N, C0]``; ``blocks`` pairs ``(y [B, N, N, h], affine
-    [B, 2, h])``; ``readout``, ``residual``, ``out``: the ``(kernel, bias)`` of those
-    layers (float32 parameters, ``Linear``'s shapes).
-    """
-    cdt = compute_dtype
-    bsz, n = x0.shape[:2]
-    rows, c0 = bsz * n * n, x0.shape[-1]
-    c0p = _pow2_width(c0)
-    kernel, bias = readout
-    h = blocks[0][0].shape[-1]
-    x0p = jnp.pad(x0.astype(cdt).reshape(rows, c0), ((0, 0), (0, c0p - c0)))
-    w0 = jnp.pad(kernel[:c0], ((0, c0p - c0), (0, 0))).astype(cdt)
-    ws = [kernel[c0 + k * h:c0 + (k + 1) * h].astype(cdt) for k in range(len(blocks))]
-    flat = [(y.astype(cdt).reshape(rows, h), a) for y, a in blocks]
-    logits = readout_kernel.readout_logits(
-        x0p, flat, w0, ws, bias.astype(cdt), residual[0].astype(cdt),
-        residual[1].astype(cdt), out[0][:, 0], out[1][0], n * n)
-    return logits.reshape(bsz, n, n)
-
-
 NOISE_FEATURES = ("linear", "log")
 LOG_FLOOR = 1e-8  # noise levels below this read as this on the log channel
 
@@ -457,41 +346,18 @@ class PPGN(nn.Module):
                                                            self.walk_features)], axis=-1)
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
+        outs = [x0]
+        block_cls = PPGNBlockFused if (self.fused or self.pallas) else PPGNBlock
         # The kernels pay off in bfloat16; in float32 Triton's dots ran slower than
         # XLA's (H200: 136 vs 120 ms per 1024-graph forward), so float32 stays on XLA.
         use_kernels = self.pallas and jnp.dtype(self.compute_dtype) == jnp.bfloat16
-        if (use_kernels and fold_norms_enabled()
-                and PPGNBlockFolded.supported(bsz, n_max, self.hidden, self.hidden)):
-            # Norms folded into their readers: blocks pass on (raw output, norm affine).
-            block = nn.remat(PPGNBlockFolded) if self.remat else PPGNBlockFolded
-            y, affine = x, norm_folding.identity_affine(bsz, self.hidden)
-            blocks = []
-            for k in range(self.num_blocks):
-                y, affine = block(self.hidden, self.compute_dtype, name=f"block_{k}")(
-                    y, affine, sq, inv_sqrt_n)
-                blocks.append((y, affine))
-            readout = DenseParams(self.hidden, name="readout")(
-                x0.shape[-1] + self.num_blocks * self.hidden)          # Linear's parameters
-            if readout_kernel_enabled() and readout_kernel.supported(
-                    bsz * n_max * n_max, n_max * n_max, _pow2_width(x0.shape[-1]),
-                    self.hidden, self.hidden):
-                residual = DenseParams(self.hidden, name="residual")(self.hidden)
-                out = DenseParams(1, name="out")(self.hidden)
-                logits = kernel_readout_logits(x0, blocks, readout, residual, out,
-                                               self.compute_dtype)
-                return symmetrize_and_mask(logits, node_mask)
-            z = folded_readout(*readout, x0, blocks, self.compute_dtype)
-        else:
-            outs = [x0]
-            block_cls = PPGNBlockFused if (self.fused or self.pallas) else PPGNBlock
-            extra = {"pallas": True} if use_kernels else {}
-            block = nn.remat(block_cls) if self.remat else block_cls
-            for k in range(self.num_blocks):
-                x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(
-                    x, sq, inv_sqrt_n)
-                outs.append(x)
-            # Dense(C_0 + d*h -> h) on the concatenation of input (C_0) and block outputs.
-            z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
+        extra = {"pallas": True} if use_kernels else {}
+        block = nn.remat(block_cls) if self.remat else block_cls
+        for k in range(self.num_blocks):
+            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(x, sq, inv_sqrt_n)
+            outs.append(x)
+        # Dense(C_0 + d*h -> h) on the concatenation of input (C_0 channels) and block outputs.
+        z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
         z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
         logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
