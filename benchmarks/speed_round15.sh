@@ -10,6 +10,9 @@
 #  3. bench_speed.py in full (PyTorch eager and torch.compile beside ddgjax) with the
 #     default (folded) Pallas path -> $OUT/res/bench_speed.json;
 #  4. if time is left: the round-10 Planar-60 model sampled at the fast setting (quality).
+# Ran once (2026-11-27, one H200) at commit 62626af; the folding and readout-kernel code
+# was reverted after it (both slower; docs/benchmarks.md "Round 15"), so run it from a
+# checkout of 62626af: `git checkout 62626af && bash benchmarks/speed_round15.sh $OUT`.
 # Usage (GPU machine, repo root): bash benchmarks/speed_round15.sh $OUT
 set -uo pipefail
 OUT=$1
