@@ -54,6 +54,9 @@ def main() -> None:
     ap.add_argument("--pallas", action="store_true", help="PPGN's Pallas kernels (bfloat16)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.protocol == "none" and args.validity != "none":
+        ap.error("--protocol none only samples and writes the graphs: pass --validity none "
+                 "too, and score the files with benchmarks/check_samples.py")
     validity = None if args.validity == "none" else args.validity
 
     run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,

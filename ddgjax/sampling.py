@@ -184,7 +184,10 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
 def configured_num_steps(config, num_steps: int | None = 0) -> int | None:
     """The sampling steps a command uses: ``num_steps`` when positive, else the run's
     ``config.sample.num_steps``; None when both are 0 or unset (the process's default:
-    all trained levels)."""
+    all trained levels). Raises ValueError for a negative ``num_steps`` (naming it)."""
+    if num_steps is not None and int(num_steps) < 0:
+        raise ValueError(f"num_steps: expected 0 (the run's config.sample.num_steps) or a "
+                         f"positive number of sampling steps, got {num_steps}")
     return int(num_steps or 0) or int(config.sample.get("num_steps", 0) or 0) or None
 
 

@@ -189,3 +189,5 @@ def test_configured_num_steps_prefers_the_request_then_the_config():
     cfg.sample.num_steps = 0
     assert configured_num_steps(cfg) is None
     assert configured_num_steps(ml_collections.ConfigDict({"sample": {}}), 0) is None
+    with pytest.raises(ValueError, match="num_steps: expected 0 .* got -3"):
+        configured_num_steps(cfg, -3)
