@@ -14,6 +14,14 @@ step, loss). Orbax writes into a temporary directory and renames it when
 complete, and a manager deletes its previous checkpoint only after that rename, so
 an interrupted save never replaces a good checkpoint.
 
+On disk a state is **packed**: each top-level field (``step``, ``params``,
+``ema_params``, ``opt_state``) is stored as one flat array per dtype, and a JSON
+``layout`` item records every leaf's key path, shape and dtype in order. Orbax's cost
+per save grows with the number of arrays (a few hundred leaves for a PPGN state), so
+this makes a save several times cheaper (docs/benchmarks.md, "Checkpoint layout");
+restoring checks the layout against the model's tree leaf by leaf, as before.
+Checkpoints written before the packed layout (no ``layout`` item) are still read.
+
 Training restores the whole state (``restore``); sampling restores only the
 parameters (``restore_params``), without building an optimizer. A checkpoint
 whose files cannot be read (truncated, corrupt) raises
@@ -34,9 +42,11 @@ on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -91,8 +101,75 @@ def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) 
         # run recomputes the same step (deterministic trajectory) and
         # replaces it.
         mngr.delete(int(step))
-    mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                 meta=ocp.args.JsonSave(meta)), force=True)
+    packed, layout = pack_state(state)
+    mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(packed),
+                                                 meta=ocp.args.JsonSave(meta),
+                                                 layout=ocp.args.JsonSave(layout)), force=True)
+
+
+LAYOUT_FORMAT = "ddgjax-packed-1"
+
+
+def _fields(state: Any) -> dict:
+    """The top-level fields of a state: a dataclass's fields or a mapping's items."""
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    if isinstance(state, Mapping):
+        return dict(state)
+    raise TypeError(f"checkpoints: expected a dataclass or dict state, got {type(state)}")
+
+
+def _leaf_layout(tree: Any) -> list:
+    """``[[key path, shape, dtype], ...]`` of a tree's leaves in flatten order."""
+    return [[jax.tree_util.keystr(path), list(np.shape(x)), str(np.asarray(x).dtype)]
+            for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def pack_state(state: Any) -> tuple[dict, dict]:
+    """``state`` (host arrays) -> ``(packed, layout)``: per top-level field, one flat
+    array per dtype (the leaves raveled and concatenated in flatten order), and the JSON
+    layout that ``unpack_field`` needs to cut them apart again."""
+    packed, fields = {}, {}
+    for name, sub in _fields(state).items():
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(sub)]
+        fields[name] = _leaf_layout(sub)
+        packed[name] = {dt: np.concatenate([x.ravel() for x in leaves if str(x.dtype) == dt])
+                        for dt in sorted({str(x.dtype) for x in leaves})}
+    return packed, {"format": LAYOUT_FORMAT, "fields": fields}
+
+
+def unpack_field(packed_field: Mapping, saved_leaves: list, like: Any, what: str) -> Any:
+    """One packed field cut back into the structure of ``like`` (a tree of arrays or
+    shape-dtype structs of the same paths and shapes). Raises CheckpointError naming
+    the first leaf whose path or shape differs, as ``restore`` does."""
+    want = _leaf_layout_abstract(like)
+    if [p for p, _, _ in want] != [p for p, _, _ in saved_leaves]:
+        raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
+    for (path, shape, _), (_, saved_shape, _) in zip(want, saved_leaves):
+        if list(shape) != list(saved_shape):
+            raise CheckpointError(
+                f"{what} does not fit this config: {path} has shape {tuple(saved_shape)} in "
+                f"the checkpoint, {tuple(shape)} in the model")
+    sizes = {}
+    for _, shape, dtype in saved_leaves:
+        sizes[dtype] = sizes.get(dtype, 0) + int(np.prod(shape, dtype=np.int64))
+    if sizes != {dt: np.asarray(v).size for dt, v in packed_field.items()}:
+        raise CheckpointError(f"{what}: its packed arrays do not match its layout")
+    offsets = {dt: 0 for dt in packed_field}
+    leaves = []
+    for (_, shape, dtype), (_, _, want_dtype) in zip(saved_leaves, want):
+        size = int(np.prod(shape, dtype=np.int64))
+        flat = np.asarray(packed_field[dtype])
+        leaf = flat[offsets[dtype]:offsets[dtype] + size].reshape(shape)
+        leaves.append(leaf.astype(want_dtype, copy=False))   # as Orbax casts to a target
+        offsets[dtype] += size
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(like), leaves)
+
+
+def _leaf_layout_abstract(tree: Any) -> list:
+    """``_leaf_layout`` for a tree whose leaves may be shape-dtype structs."""
+    return [[jax.tree_util.keystr(path), list(x.shape), str(np.dtype(x.dtype))]
+            for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
 def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
@@ -202,6 +279,20 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
     """
     step = _existing_step(workdir, kind)
     abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, to_host(target))
+    what = f"{workdir}: the '{kind}' checkpoint"
+    if _is_packed(workdir, kind, step):
+        out = _read_raw(workdir, kind, step)
+        saved = out["layout"]["fields"]
+        want = _fields(abstract)
+        if sorted(saved) != sorted(want) or not isinstance(out["state"], Mapping):
+            raise CheckpointError(f"{what} does not fit this config: its fields are "
+                                  f"{sorted(saved)}, the model's {sorted(want)}")
+        fields = {name: unpack_field(out["state"].get(name) or {}, saved[name], sub, what)
+                  for name, sub in want.items()}
+        state = (dataclasses.replace(abstract, **fields) if dataclasses.is_dataclass(abstract)
+                 else type(abstract)(fields) if isinstance(abstract, dict) else fields)
+        _check_fits(state, abstract, what)
+        return state, dict(out["meta"])
     try:
         with _manager(workdir, kind, create=False) as mngr:
             out = mngr.restore(step, args=ocp.args.Composite(
@@ -248,6 +339,11 @@ def restore_params(workdir: str, kind: str, abstract_params: Any) -> tuple[Any, 
     what = f"{workdir}: the '{kind}' checkpoint"
     if not isinstance(state, dict) or not {"params", "ema_params"} <= set(state):
         raise CheckpointError(f"{what} holds no 'params' and 'ema_params'")
+    if "layout" in out:
+        saved = out["layout"]["fields"]
+        trees = [unpack_field(state[name], saved[name], abstract_params, what)
+                 for name in ("params", "ema_params")]
+        return trees[0], trees[1], dict(out["meta"])
     want_def = jax.tree_util.tree_structure(abstract_params)
     trees = []
     for name in ("params", "ema_params"):
@@ -271,12 +367,24 @@ def _check_same_paths(restored: Any, abstract: Any, what: str) -> None:
 def _read_raw(workdir: str, kind: str, step: int) -> dict:
     """State (as saved, no target) and meta of one checkpoint; UnreadableCheckpointError
     naming its directory if any of its files cannot be read."""
+    items = dict(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
+    if _is_packed(workdir, kind, step):
+        items["layout"] = ocp.args.JsonRestore()
     try:
         with _manager(workdir, kind, create=False) as mngr:
-            return mngr.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(),
-                                                              meta=ocp.args.JsonRestore()))
+            out = mngr.restore(step, args=ocp.args.Composite(**items))
+        out = {name: out[name] for name in items}
+        if "layout" in out and (not isinstance(out["layout"], Mapping)
+                                or out["layout"].get("format") != LAYOUT_FORMAT):
+            raise ValueError(f"layout: expected format {LAYOUT_FORMAT!r}")
+        return out
     except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
         raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
+
+
+def _is_packed(workdir: str, kind: str, step: int) -> bool:
+    """Whether checkpoint ``kind`` at ``step`` has the packed layout (a ``layout`` item)."""
+    return os.path.isdir(os.path.join(checkpoint_dir(workdir, kind, step), "layout"))
 
 
 def available(workdir: str) -> dict[str, int]:

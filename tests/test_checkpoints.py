@@ -71,6 +71,55 @@ def test_a_checkpoint_of_another_model_size_is_refused(saved):
         checkpoints.restore_params(wd, "latest", abstract_params(deeper))
 
 
+def test_a_state_is_stored_packed_and_checkpoints_of_the_old_layout_still_restore(tmp_path):
+    """New saves store each top-level field as one array per dtype plus a JSON layout (a
+    few arrays instead of one per leaf); a checkpoint written leaf by leaf, as before
+    the packed layout, restores in full and parameters-only the same way."""
+    import orbax.checkpoint as ocp
+    model, tx, state = state_of(hidden=8)
+    host = jax.tree_util.tree_map(np.asarray, state)
+    packed, layout = checkpoints.pack_state(host)
+    assert sorted(packed) == ["ema_params", "opt_state", "params", "step"]
+    assert sum(len(v) for v in packed.values()) <= 6 < len(jax.tree_util.tree_leaves(state))
+    assert layout["fields"]["params"][0][0].startswith("['params']")
+    new, old = str(tmp_path / "new"), str(tmp_path / "old")
+    checkpoints.save(new, "latest", 7, state, {"epoch": 3})
+    assert os.path.isdir(os.path.join(checkpoints.checkpoint_dir(new, "latest", 7), "layout"))
+    with checkpoints._manager(old, "latest") as mngr:      # the layout before packing
+        mngr.save(7, args=ocp.args.Composite(state=ocp.args.StandardSave(host),
+                                             meta=ocp.args.JsonSave({"epoch": 3})))
+        mngr.wait_until_finished()
+    target = training.init_state(model, tx, jax.random.key(99), 6)
+    for wd in (new, old):
+        restored, meta = checkpoints.restore(wd, "latest", target)
+        assert meta == {"epoch": 3}
+        assert_trees_equal(restored, state)
+        assert (jax.tree_util.tree_structure(restored)
+                == jax.tree_util.tree_structure(target))
+        params, ema, _ = checkpoints.restore_params(wd, "latest", abstract_params(model))
+        assert_trees_equal(params, state.params)
+        assert_trees_equal(ema, state.ema_params)
+
+
+def test_a_packed_checkpoint_with_a_broken_layout_is_unreadable(tmp_path):
+    """A layout of another format, or packed arrays that do not match their layout, is
+    refused by name instead of being cut into wrong parameters."""
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    host = jax.tree_util.tree_map(np.asarray, state)
+    packed, layout = checkpoints.pack_state(host)
+    short = {k: v[:-1] for k, v in packed["params"].items()}
+    with pytest.raises(checkpoints.CheckpointError, match="do not match its layout"):
+        checkpoints.unpack_field(short, layout["fields"]["params"],
+                                 abstract_params(model), "here")
+    checkpoints.save(wd, "latest", 7, state, {})
+    with open(os.path.join(checkpoints.checkpoint_dir(wd, "latest", 7), "layout",
+                           "metadata"), "w") as f:
+        f.write('{"format": "something-else", "fields": {}}')
+    with pytest.raises(checkpoints.UnreadableCheckpointError, match="layout"):
+        checkpoints.restore_params(wd, "latest", abstract_params(model))
+
+
 def test_missing_checkpoint_names_the_workdir(tmp_path):
     _, _, state = state_of(hidden=8)
     with pytest.raises(checkpoints.CheckpointError, match=f"{tmp_path}: no 'best' checkpoint"):
