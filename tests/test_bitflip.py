@@ -711,15 +711,19 @@ def test_renoise_mix_mixes_the_two_algorithms_per_pair():
     pm = np.asarray(pair_mask(mask))
     key = jax.random.key(8)
     for m in (0.0, 0.5, 1.0):
-        out = bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho, renoise_mix=m)
+        out = bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
+                                   levers=bitflip.SamplerLevers(renoise_mix=m))
         freq = float(np.asarray(out)[pm].mean())
         expected = (1 - m) * float(p1) + m * renoised
         assert abs(freq - expected) < 0.015, (m, freq, expected)
     np.testing.assert_array_equal(
-        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho, renoise_mix=0.0),
+        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
+                             levers=bitflip.SamplerLevers(renoise_mix=0.0)),
         bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho))
     with pytest.raises(ValueError, match="renoise_mix"):
         BitFlipProcess(num_timesteps=T).sampler(4, renoise_mix=1.5)
+    with pytest.raises(ValueError, match="renoise_mix"):
+        bitflip.SamplerLevers(renoise_mix=-0.1)
 
 
 def test_logit_scale_is_a_scaled_denoiser():

@@ -279,19 +279,14 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
 # Samplers
 
 
-def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
-                 t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
-                 algorithm: int, argmax: bool = False, rho: float = 0.5,
-                 renoise_mix: float = 0.0, logit_scale: float = 1.0,
-                 logit_scale_above: float = 0.0) -> jax.Array:
-    """One reverse step from level t to level t_prev (all graphs of the batch share them).
+@dataclasses.dataclass(frozen=True)
+class SamplerLevers:
+    """The optional levers of the bit-flip samplers; the defaults switch all of them off.
 
-    Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
-    Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
-    With ``argmax`` the draw from the model's distribution takes its mode instead
-    (used for the last step, to level 0).
-
-    Two sampler levers (both off by default):
+    Attributes:
+      alg1_below, alg2_below: hybrid samplers. The steps that start at
+        ``beta_bar <= alg1_below`` (``alg2_below``) use Algorithm 1 (2), the others the
+        sampler's algorithm (0: off; at most one of the two; ``step_algorithms``).
       renoise_mix: in an Algorithm 1 step, each pair independently takes Algorithm 2's
         draw with this probability. Per pair, Algorithm 2's draw is Bernoulli of
         ``q_marginal_prob1(p_theta(a_0 = 1 | A_t), beta_bar_prev)``, so the mixture is one
@@ -302,6 +297,54 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
       logit_scale_above: apply ``logit_scale`` only in steps that start at
         ``beta_bar_t >= logit_scale_above`` (0: in every step).
 
+    Construction checks the ranges and raises ValueError naming the lever.
+    """
+
+    alg1_below: float = 0.0
+    alg2_below: float = 0.0
+    renoise_mix: float = 0.0
+    logit_scale: float = 1.0
+    logit_scale_above: float = 0.0
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, float(getattr(self, f.name)))
+        for name in ("alg1_below", "alg2_below"):
+            level = getattr(self, name)
+            if not 0.0 <= level <= 0.5:
+                raise ValueError(f"{name}: expected a noise level in [0, 1/2], got {level}")
+        if self.alg1_below > 0 and self.alg2_below > 0:
+            raise ValueError("alg1_below and alg2_below: set at most one of them")
+        if not 0.0 <= self.renoise_mix <= 1.0:
+            raise ValueError(f"renoise_mix: expected a probability in [0, 1], got "
+                             f"{self.renoise_mix}")
+        if not self.logit_scale > 0.0:
+            raise ValueError(f"logit_scale: expected a positive factor, got {self.logit_scale}")
+        if not 0.0 <= self.logit_scale_above <= 0.5:
+            raise ValueError(f"logit_scale_above: expected a noise level in [0, 1/2], got "
+                             f"{self.logit_scale_above}")
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+LEVERS = tuple(f.name for f in dataclasses.fields(SamplerLevers))
+
+
+def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
+                 t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
+                 algorithm: int, argmax: bool = False, rho: float = 0.5,
+                 levers: SamplerLevers = SamplerLevers()) -> jax.Array:
+    """One reverse step from level t to level t_prev (all graphs of the batch share them).
+
+    Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
+    Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
+    With ``argmax`` the draw from the model's distribution takes its mode instead
+    (used for the last step, to level 0).
+
+    ``levers`` (``SamplerLevers``): this step reads ``renoise_mix``, ``logit_scale`` and
+    ``logit_scale_above``; the hybrids' ``alg*_below`` choose ``algorithm`` per step.
+
     Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
     """
@@ -310,17 +353,18 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     bt = jnp.full((B,), beta_bar_t, jnp.float32)
     bp = jnp.full((B,), beta_bar_prev, jnp.float32)
     logits = denoise_fn(adj_t, node_mask, t_vec, bt).astype(jnp.float32)
-    if logit_scale != 1.0:
-        scale = (logit_scale if logit_scale_above <= 0.0 else
-                 jnp.where(beta_bar_t >= logit_scale_above, logit_scale, 1.0))
+    if levers.logit_scale != 1.0:
+        scale = (levers.logit_scale if levers.logit_scale_above <= 0.0 else
+                 jnp.where(beta_bar_t >= levers.logit_scale_above, levers.logit_scale, 1.0))
         logits = logits * scale
     k1, k2 = jax.random.split(key)
     if algorithm == 1:
         _, p1 = p_prev_probs(logits, adj_t, broadcast_per_graph(bt), broadcast_per_graph(bp),
                              rho)
-        if renoise_mix > 0.0:
+        if levers.renoise_mix > 0.0:
+            mix = levers.renoise_mix
             renoised = q_marginal_prob1(jax.nn.sigmoid(logits), broadcast_per_graph(bp), rho)
-            p1 = (1.0 - renoise_mix) * p1 + renoise_mix * renoised
+            p1 = (1.0 - mix) * p1 + mix * renoised
         return draw_upper(k1, p1, node_mask, argmax)
     if algorithm == 2:
         x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
@@ -418,8 +462,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
                   return_chain: bool = False, grid: str = "trained",
                   argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
-                  alg1_below: float = 0.0, alg2_below: float = 0.0, renoise_mix: float = 0.0,
-                  logit_scale: float = 1.0, logit_scale_above: float = 0.0):
+                  levers: SamplerLevers | None = None, **lever_values):
     """Run the reverse chain with ``jax.lax.scan`` for one batch.
 
     ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph (typed keys;
@@ -439,10 +482,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       final_pass: after level 0, call the model once more at ``noise_level = 0`` on
         the result and draw ``A_0`` from its prediction (the mode with ``argmax_last``).
       rho: the prior's edge probability (``q_sample``).
-      alg1_below, alg2_below: hybrid samplers: the steps that start at
-        ``beta_bar <= alg1_below`` (``alg2_below``) use Algorithm 1 (2), the others
-        ``algorithm`` (0: off; ``step_algorithms``).
-      renoise_mix, logit_scale, logit_scale_above: see ``reverse_step``.
+      levers: the hybrid samplers and the levers of ``reverse_step`` (``SamplerLevers``;
+        None: all off); ``lever_values`` (e.g. ``logit_scale=0.9``) set single ones.
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -450,6 +491,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+    levers = dataclasses.replace(levers or SamplerLevers(), **lever_values)
     t_lv, bb = sampling_grid(schedule, num_steps, grid)
     K = len(t_lv) - 1
     n_scan = K - 1 if argmax_last else K
@@ -469,13 +511,11 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
         return jax.vmap(one)(key, *arrays)
 
     adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
-    algs = step_algorithms(bb[:-1], algorithm, alg1_below, alg2_below)
+    algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
 
     def step(k, adj, t, b_now, b_prev, alg, argmax=False):
         run = lambda fn, kk, a, m: reverse_step(
-            fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho,
-            renoise_mix=renoise_mix, logit_scale=logit_scale,
-            logit_scale_above=logit_scale_above)
+            fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho, levers=levers)
         if not per_graph:
             return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask)
         logits = batched_logits(adj, t, b_now)
@@ -531,8 +571,7 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
     are ``sample_graphs``'s keyword options (``grid``, ``argmax_last``, ``final_pass``,
-    ``rho``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``,
-    ``logit_scale_above``).
+    ``rho``, ``levers`` and single levers such as ``logit_scale``).
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -561,29 +600,21 @@ class BitFlipSampler(Sampler):
     grid: str = "trained"
     argmax_last: bool = False
     final_pass: bool = False
-    alg1_below: float = 0.0
-    alg2_below: float = 0.0
-    renoise_mix: float = 0.0
-    logit_scale: float = 1.0
-    logit_scale_above: float = 0.0
+    levers: SamplerLevers = SamplerLevers()
 
     def __call__(self, denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax.Array):
         return sample_graphs_vmapped(denoise_fn, keys, node_mask, self.process.schedule,
                                      self.algorithm, self.num_steps, self.return_chain,
                                      grid=self.grid, argmax_last=self.argmax_last,
                                      final_pass=self.final_pass, rho=self.process.prior_density,
-                                     alg1_below=self.alg1_below, alg2_below=self.alg2_below,
-                                     renoise_mix=self.renoise_mix, logit_scale=self.logit_scale,
-                                     logit_scale_above=self.logit_scale_above)
+                                     levers=self.levers)
 
     @property
     def info(self) -> dict:
         return {"process": self.process.name, "num_steps": self.num_steps,
                 "algorithm": self.algorithm, "grid": self.grid,
                 "argmax_last": self.argmax_last, "final_pass": self.final_pass,
-                "alg1_below": self.alg1_below, "alg2_below": self.alg2_below,
-                "renoise_mix": self.renoise_mix, "logit_scale": self.logit_scale,
-                "logit_scale_above": self.logit_scale_above}
+                **self.levers.as_dict()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -604,7 +635,7 @@ class BitFlipProcess(NoiseProcess):
       train_grid: with ``continuous_time``, how training draws ``beta_bar``:
         ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
       alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above: the sampler's
-        defaults for the hybrid samplers and the levers of ``reverse_step``.
+        default ``SamplerLevers`` (``levers``).
     """
 
     schedule_name: str = "linear"
@@ -648,8 +679,7 @@ class BitFlipProcess(NoiseProcess):
         if train_kind not in ("uniform", "power"):
             raise ValueError(f"config.diffusion.train_grid: expected 'uniform' or 'power:GAMMA', "
                              f"got {self.train_grid!r}")
-        check_sampler_levers(self.alg1_below, self.alg2_below, self.renoise_mix,
-                             self.logit_scale, self.logit_scale_above)
+        self.levers  # noqa: B018 - validates the lever defaults (ValueError naming one)
         if self.train_grid != "uniform" and not self.continuous_time:
             raise ValueError("config.diffusion.train_grid: a training grid other than 'uniform' "
                              "needs config.diffusion.continuous_time=True")
@@ -666,6 +696,11 @@ class BitFlipProcess(NoiseProcess):
     @property
     def schedule(self) -> NoiseSchedule:
         return make_schedule(self.schedule_name, self.num_timesteps)
+
+    @property
+    def levers(self) -> SamplerLevers:
+        """The sampler's default levers (the process's fields of those names)."""
+        return SamplerLevers(**{name: getattr(self, name) for name in LEVERS})
 
     def loss(self, denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
              node_mask: jax.Array) -> LossOutput:
@@ -689,33 +724,9 @@ class BitFlipProcess(NoiseProcess):
         self._check_grid(grid)
         num_steps = int(num_steps or self.num_timesteps)
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
-        check_sampler_levers(float(opt("alg1_below")), float(opt("alg2_below")),
-                             float(opt("renoise_mix")), float(opt("logit_scale")),
-                             float(opt("logit_scale_above")))
+        levers = SamplerLevers(**{name: opt(name) for name in LEVERS})
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
-                              bool(opt("argmax_last")), bool(opt("final_pass")),
-                              alg1_below=float(opt("alg1_below")),
-                              alg2_below=float(opt("alg2_below")),
-                              renoise_mix=float(opt("renoise_mix")),
-                              logit_scale=float(opt("logit_scale")),
-                              logit_scale_above=float(opt("logit_scale_above")))
-
-
-def check_sampler_levers(alg1_below: float, alg2_below: float, renoise_mix: float,
-                         logit_scale: float, logit_scale_above: float = 0.0) -> None:
-    """ValueError naming the option for hybrid-sampler levels and levers out of range."""
-    for name, level in (("alg1_below", alg1_below), ("alg2_below", alg2_below)):
-        if not 0.0 <= level <= 0.5:
-            raise ValueError(f"{name}: expected a noise level in [0, 1/2], got {level}")
-    if alg1_below > 0 and alg2_below > 0:
-        raise ValueError("alg1_below and alg2_below: set at most one of them")
-    if not 0.0 <= renoise_mix <= 1.0:
-        raise ValueError(f"renoise_mix: expected a probability in [0, 1], got {renoise_mix}")
-    if not logit_scale > 0.0:
-        raise ValueError(f"logit_scale: expected a positive factor, got {logit_scale}")
-    if not 0.0 <= logit_scale_above <= 0.5:
-        raise ValueError(f"logit_scale_above: expected a noise level in [0, 1/2], got "
-                         f"{logit_scale_above}")
+                              bool(opt("argmax_last")), bool(opt("final_pass")), levers)
 
 
 def default_algorithm(loss_type: str) -> int:

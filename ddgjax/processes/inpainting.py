@@ -85,8 +85,7 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
       known: ``[B, N, N]`` bool, symmetric, False on the diagonal and padding.
       node_mask: ``[B, N]`` bool.
       sampler: the levels (``num_steps``, ``grid``), the algorithm (with its hybrids) and
-        the levers (``argmax_last``, ``final_pass``, ``renoise_mix``, ``logit_scale``,
-        ``logit_scale_above``) of a
+        the levers (``argmax_last``, ``final_pass``, ``SamplerLevers``) of a
         ``BitFlipSampler`` (``BitFlipProcess.sampler``); ``return_chain`` is ignored.
       resample_jump, resample_rounds: RePaint resampling (``repaint_moves``; 0: off).
     Returns:
@@ -95,7 +94,8 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
     rho = sampler.process.prior_density
     t_lv, bb = sampling_grid(sampler.process.schedule, sampler.num_steps, sampler.grid)
     K = len(t_lv) - 1
-    algs = step_algorithms(bb[:-1], sampler.algorithm, sampler.alg1_below, sampler.alg2_below)
+    algs = step_algorithms(bb[:-1], sampler.algorithm, sampler.levers.alg1_below,
+                           sampler.levers.alg2_below)
     moves = repaint_moves(K, resample_jump, resample_rounds)
     kinds = [algs[a] if b == a + 1 else UP for a, b in moves]
     frm = np.array([a for a, _ in moves])
@@ -116,9 +116,7 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
         def fn(i, adj, t, b_from, b_to):
             k = jax.random.fold_in(key, i)
             new = reverse_step(denoise_fn, jax.random.fold_in(k, 0), adj, node_mask, t, b_from,
-                               b_to, kind, argmax=argmax, rho=rho,
-                               renoise_mix=sampler.renoise_mix, logit_scale=sampler.logit_scale,
-                               logit_scale_above=sampler.logit_scale_above)
+                               b_to, kind, argmax=argmax, rho=rho, levers=sampler.levers)
             return impose_known(jax.random.fold_in(k, 1), new, b_to)
         return fn
 
