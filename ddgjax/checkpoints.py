@@ -9,18 +9,19 @@ A run's workdir holds up to three managers, each keeping one checkpoint:
   samples scored best on held-out graphs (``ddgjax.validation``).
 
 Each checkpoint stores the train state (``step``, ``params``, ``ema_params``,
-``opt_state``) as a pytree of arrays plus a small JSON ``meta`` dict (epoch,
-step, loss). Orbax writes into a temporary directory and renames it when
-complete, and a manager deletes its previous checkpoint only after that rename, so
-an interrupted save never replaces a good checkpoint.
+``opt_state``) plus a small JSON ``meta`` dict (epoch, step, loss). Orbax writes
+into a temporary directory and renames it when complete, and a manager deletes its
+previous checkpoint only after that rename, so an interrupted save never replaces a
+good checkpoint.
 
-On disk a state is **packed**: each top-level field (``step``, ``params``,
-``ema_params``, ``opt_state``) is stored as one flat array per dtype, and a JSON
-``layout`` item records every leaf's key path, shape and dtype in order. Orbax's cost
-per save grows with the number of arrays (a few hundred leaves for a PPGN state), so
-this makes a save several times cheaper (docs/benchmarks.md, "Checkpoint layout");
-restoring checks the layout against the model's tree leaf by leaf, as before.
-Checkpoints written before the packed layout (no ``layout`` item) are still read.
+On disk a state is **packed**: each top-level field is stored as one flat array per
+dtype, and a JSON ``layout`` item records every leaf's key path, shape and dtype in
+order, and each field's node count (which tells apart optimizer states with the same
+leaves, such as Adam's and AdamW's). Orbax's cost per save grows with the number of
+arrays (a few hundred leaves for a PPGN state), so this makes a save several times
+cheaper (docs/benchmarks.md, "Checkpoint layout"). Restoring checks the layout against
+the model's tree leaf by leaf and names the first leaf that differs. Checkpoints
+written before the packed layout (no ``layout`` item) are still read.
 
 Training restores the whole state (``restore``); sampling restores only the
 parameters (``restore_params``), without building an optimizer. A checkpoint
@@ -42,7 +43,6 @@ on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import zlib
@@ -96,12 +96,12 @@ def _manager(workdir: str, kind: str, create: bool = True,
 def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) -> None:
     """Start saving ``state`` (host arrays) and ``meta`` at ``step`` in ``mngr``; with an
     asynchronous manager the files are written after it returns."""
+    packed, layout = pack_state(state)  # before anything on disk changes: it may raise
     if int(step) in mngr.all_steps():
         # Only after a kill between saving `best` and `latest`: the resumed
         # run recomputes the same step (deterministic trajectory) and
         # replaces it.
         mngr.delete(int(step))
-    packed, layout = pack_state(state)
     mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(packed),
                                                  meta=ocp.args.JsonSave(meta),
                                                  layout=ocp.args.JsonSave(layout)), force=True)
@@ -110,66 +110,116 @@ def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) 
 LAYOUT_FORMAT = "ddgjax-packed-1"
 
 
-def _fields(state: Any) -> dict:
-    """The top-level fields of a state: a dataclass's fields or a mapping's items."""
-    if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-    if isinstance(state, Mapping):
-        return dict(state)
-    raise TypeError(f"checkpoints: expected a dataclass or dict state, got {type(state)}")
+class _CorruptLayout(ValueError):
+    """A packed checkpoint whose arrays or layout contradict each other."""
+
+
+def _key_part(key: Any) -> str | int:
+    """One step of a key path as JSON: a dict key, an attribute name or an index."""
+    for attr in ("name", "key", "idx"):
+        if hasattr(key, attr):
+            value = getattr(key, attr)
+            return value if isinstance(value, int) else str(value)
+    return str(key)
+
+
+def _top_level(state: Any) -> tuple[list, list, Any]:
+    """``(names, children, treedef)`` of a state's top level (a dataclass's fields, a
+    mapping's items, a tuple's entries): ``tree_unflatten(treedef, children)`` rebuilds it."""
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(
+        state, is_leaf=lambda x: x is not state)
+    return [str(_key_part(path[0])) for path, _ in with_paths], [x for _, x in with_paths], treedef
 
 
 def _leaf_layout(tree: Any) -> list:
-    """``[[key path, shape, dtype], ...]`` of a tree's leaves in flatten order."""
-    return [[jax.tree_util.keystr(path), list(np.shape(x)), str(np.asarray(x).dtype)]
-            for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    """``[[key path parts], shape, dtype]`` of a tree's leaves (arrays or shape-dtype
+    structs) in flatten order."""
+    out = []
+    for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+        out.append([[_key_part(k) for k in path], list(np.shape(x)), str(np.dtype(dtype))])
+    return out
+
+
+def _node_count(tree: Any) -> int:
+    """Nodes of a tree's structure, empty ones (optax's ``EmptyState``) included: two
+    optimizer states with the same leaves but other wrappers (Adam, AdamW) differ here."""
+    return jax.tree_util.tree_structure(tree).num_nodes
 
 
 def pack_state(state: Any) -> tuple[dict, dict]:
     """``state`` (host arrays) -> ``(packed, layout)``: per top-level field, one flat
     array per dtype (the leaves raveled and concatenated in flatten order), and the JSON
-    layout that ``unpack_field`` needs to cut them apart again."""
-    packed, fields = {}, {}
-    for name, sub in _fields(state).items():
+    layout that ``unpack_field`` needs to cut them apart again and to check them."""
+    packed, fields, nodes = {}, {}, {}
+    for name, sub in zip(*_top_level(state)[:2]):
         leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(sub)]
-        fields[name] = _leaf_layout(sub)
+        fields[name], nodes[name] = _leaf_layout(sub), _node_count(sub)
         packed[name] = {dt: np.concatenate([x.ravel() for x in leaves if str(x.dtype) == dt])
                         for dt in sorted({str(x.dtype) for x in leaves})}
-    return packed, {"format": LAYOUT_FORMAT, "fields": fields}
+    return packed, {"format": LAYOUT_FORMAT, "fields": fields, "nodes": nodes}
 
 
-def unpack_field(packed_field: Mapping, saved_leaves: list, like: Any, what: str) -> Any:
-    """One packed field cut back into the structure of ``like`` (a tree of arrays or
-    shape-dtype structs of the same paths and shapes). Raises CheckpointError naming
-    the first leaf whose path or shape differs, as ``restore`` does."""
-    want = _leaf_layout_abstract(like)
-    if [p for p, _, _ in want] != [p for p, _, _ in saved_leaves]:
-        raise CheckpointError(f"{what} does not fit this config: its parameter tree differs")
-    for (path, shape, _), (_, saved_shape, _) in zip(want, saved_leaves):
-        if list(shape) != list(saved_shape):
-            raise CheckpointError(
-                f"{what} does not fit this config: {path} has shape {tuple(saved_shape)} in "
-                f"the checkpoint, {tuple(shape)} in the model")
+def unpack_field(packed_field: Mapping, layout: Mapping, name: str, like: Any,
+                 what: str) -> Any:
+    """Field ``name`` of a packed checkpoint, cut back into the structure of ``like`` (a
+    tree of arrays or shape-dtype structs), each leaf cast to ``like``'s dtype.
+
+    Raises CheckpointError ("does not fit this config") naming the field and the first
+    leaf whose key path or shape differs, or the field's structure if only that does
+    (e.g. Adam against AdamW), and ``_CorruptLayout`` if the packed arrays do not match
+    the checkpoint's own layout.
+    """
+    try:
+        saved = [(list(p), list(shape), str(dt)) for p, shape, dt in layout["fields"][name]]
+        saved_nodes = layout.get("nodes", {}).get(name)
+    except (KeyError, TypeError, ValueError) as e:
+        raise _CorruptLayout(f"layout of field {name!r}: {e!r}") from e
+    want = [(list(p), list(shape), dt) for p, shape, dt in _leaf_layout(like)]
+    show = lambda parts: name + "".join(f"[{p!r}]" for p in parts)
+    for (w_path, w_shape, _), (s_path, s_shape, _) in zip(want, saved):
+        if w_path != s_path:
+            raise CheckpointError(f"{what} does not fit this config: its tree differs at "
+                                  f"{show(s_path)} (the model has {show(w_path)} there)")
+        if w_shape != s_shape:
+            raise CheckpointError(f"{what} does not fit this config: {show(w_path)} has shape "
+                                  f"{tuple(s_shape)} in the checkpoint, {tuple(w_shape)} in "
+                                  "the model")
+    if len(want) != len(saved):
+        more, fewer = ("checkpoint", "model") if len(saved) > len(want) else ("model", "checkpoint")
+        extra = (saved if len(saved) > len(want) else want)[min(len(want), len(saved))][0]
+        raise CheckpointError(f"{what} does not fit this config: the {more} has more leaves "
+                              f"in {name} than the {fewer} (first: {show(extra)})")
+    if saved_nodes is not None and saved_nodes != _node_count(like):
+        raise CheckpointError(f"{what} does not fit this config: its {name} tree has another "
+                              f"structure ({saved_nodes} nodes, the config's {_node_count(like)}; "
+                              "e.g. another optimizer)")
     sizes = {}
-    for _, shape, dtype in saved_leaves:
-        sizes[dtype] = sizes.get(dtype, 0) + int(np.prod(shape, dtype=np.int64))
-    if sizes != {dt: np.asarray(v).size for dt, v in packed_field.items()}:
-        raise CheckpointError(f"{what}: its packed arrays do not match its layout")
-    offsets = {dt: 0 for dt in packed_field}
+    for _, shape, dt in saved:
+        sizes[dt] = sizes.get(dt, 0) + int(np.prod(shape, dtype=np.int64))
+    arrays = {dt: np.asarray(v).reshape(-1) for dt, v in packed_field.items()}
+    if sizes != {dt: a.size for dt, a in arrays.items()}:
+        raise _CorruptLayout(f"the packed arrays of {name} do not match its layout")
+    offsets = dict.fromkeys(arrays, 0)
     leaves = []
-    for (_, shape, dtype), (_, _, want_dtype) in zip(saved_leaves, want):
+    for (_, shape, dt), (_, _, want_dt) in zip(saved, want):
         size = int(np.prod(shape, dtype=np.int64))
-        flat = np.asarray(packed_field[dtype])
-        leaf = flat[offsets[dtype]:offsets[dtype] + size].reshape(shape)
-        leaves.append(leaf.astype(want_dtype, copy=False))   # as Orbax casts to a target
-        offsets[dtype] += size
+        leaf = arrays[dt][offsets[dt]:offsets[dt] + size].reshape(shape)
+        leaves.append(leaf.astype(want_dt, copy=False))   # as Orbax casts to a target
+        offsets[dt] += size
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(like), leaves)
 
 
-def _leaf_layout_abstract(tree: Any) -> list:
-    """``_leaf_layout`` for a tree whose leaves may be shape-dtype structs."""
-    return [[jax.tree_util.keystr(path), list(x.shape), str(np.dtype(x.dtype))]
-            for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]]
+def _unpack(workdir: str, kind: str, step: int, out: dict, like: dict, what: str) -> dict:
+    """``{name: unpack_field(...)}`` for the fields of ``like``; a packed checkpoint that
+    contradicts itself raises UnreadableCheckpointError naming its directory."""
+    try:
+        if not isinstance(out["state"], Mapping):
+            raise _CorruptLayout("its state is not a mapping of fields")
+        return {name: unpack_field(out["state"].get(name) or {}, out["layout"], name, sub, what)
+                for name, sub in like.items()}
+    except _CorruptLayout as e:
+        raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
 
 
 def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
@@ -282,17 +332,16 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
     what = f"{workdir}: the '{kind}' checkpoint"
     if _is_packed(workdir, kind, step):
         out = _read_raw(workdir, kind, step)
-        saved = out["layout"]["fields"]
-        want = _fields(abstract)
-        if sorted(saved) != sorted(want) or not isinstance(out["state"], Mapping):
+        names, children, treedef = _top_level(abstract)
+        saved = out["layout"].get("fields") if isinstance(out["layout"], Mapping) else None
+        if not isinstance(saved, Mapping):
+            raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step),
+                                            ValueError("layout: no 'fields'"))
+        if sorted(saved) != sorted(names):
             raise CheckpointError(f"{what} does not fit this config: its fields are "
-                                  f"{sorted(saved)}, the model's {sorted(want)}")
-        fields = {name: unpack_field(out["state"].get(name) or {}, saved[name], sub, what)
-                  for name, sub in want.items()}
-        state = (dataclasses.replace(abstract, **fields) if dataclasses.is_dataclass(abstract)
-                 else type(abstract)(fields) if isinstance(abstract, dict) else fields)
-        _check_fits(state, abstract, what)
-        return state, dict(out["meta"])
+                                  f"{sorted(saved)}, the model's {sorted(names)}")
+        fields = _unpack(workdir, kind, step, out, dict(zip(names, children)), what)
+        return jax.tree_util.tree_unflatten(treedef, [fields[n] for n in names]), dict(out["meta"])
     try:
         with _manager(workdir, kind, create=False) as mngr:
             out = mngr.restore(step, args=ocp.args.Composite(
@@ -340,10 +389,9 @@ def restore_params(workdir: str, kind: str, abstract_params: Any) -> tuple[Any, 
     if not isinstance(state, dict) or not {"params", "ema_params"} <= set(state):
         raise CheckpointError(f"{what} holds no 'params' and 'ema_params'")
     if "layout" in out:
-        saved = out["layout"]["fields"]
-        trees = [unpack_field(state[name], saved[name], abstract_params, what)
-                 for name in ("params", "ema_params")]
-        return trees[0], trees[1], dict(out["meta"])
+        trees = _unpack(workdir, kind, step, out,
+                        {"params": abstract_params, "ema_params": abstract_params}, what)
+        return trees["params"], trees["ema_params"], dict(out["meta"])
     want_def = jax.tree_util.tree_structure(abstract_params)
     trees = []
     for name in ("params", "ema_params"):
@@ -374,12 +422,15 @@ def _read_raw(workdir: str, kind: str, step: int) -> dict:
         with _manager(workdir, kind, create=False) as mngr:
             out = mngr.restore(step, args=ocp.args.Composite(**items))
         out = {name: out[name] for name in items}
-        if "layout" in out and (not isinstance(out["layout"], Mapping)
-                                or out["layout"].get("format") != LAYOUT_FORMAT):
-            raise ValueError(f"layout: expected format {LAYOUT_FORMAT!r}")
-        return out
+        if "layout" in out and not isinstance(out["layout"], Mapping):
+            raise ValueError("layout: expected a JSON object")
     except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
         raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
+    if "layout" in out and out["layout"].get("format") != LAYOUT_FORMAT:
+        raise CheckpointError(f"{checkpoint_dir(workdir, kind, step)}: checkpoint layout "
+                              f"{out['layout'].get('format')!r}, this ddgjax reads "
+                              f"{LAYOUT_FORMAT!r} (written by another version of ddgjax?)")
+    return out
 
 
 def _is_packed(workdir: str, kind: str, step: int) -> bool:

@@ -67,8 +67,11 @@ def test_a_checkpoint_of_another_model_size_is_refused(saved):
     with pytest.raises(checkpoints.CheckpointError, match="does not fit this config"):
         checkpoints.restore_params(wd, "latest", abstract_params(other_model))
     deeper = build_model("ppgn", T, hidden=8, num_blocks=3)
-    with pytest.raises(checkpoints.CheckpointError, match="parameter tree differs"):
+    with pytest.raises(checkpoints.CheckpointError, match="tree differs at params.*block_2"):
         checkpoints.restore_params(wd, "latest", abstract_params(deeper))
+    with pytest.raises(checkpoints.CheckpointError,
+                       match=r"params\['params'\]\['block_0'\].* has shape \(8,?"):
+        checkpoints.restore(wd, "latest", target)
 
 
 def test_a_state_is_stored_packed_and_checkpoints_of_the_old_layout_still_restore(tmp_path):
@@ -81,7 +84,7 @@ def test_a_state_is_stored_packed_and_checkpoints_of_the_old_layout_still_restor
     packed, layout = checkpoints.pack_state(host)
     assert sorted(packed) == ["ema_params", "opt_state", "params", "step"]
     assert sum(len(v) for v in packed.values()) <= 6 < len(jax.tree_util.tree_leaves(state))
-    assert layout["fields"]["params"][0][0].startswith("['params']")
+    assert layout["fields"]["params"][0][0][:2] == ["params", "block_0"]
     new, old = str(tmp_path / "new"), str(tmp_path / "old")
     checkpoints.save(new, "latest", 7, state, {"epoch": 3})
     assert os.path.isdir(os.path.join(checkpoints.checkpoint_dir(new, "latest", 7), "layout"))
@@ -109,15 +112,40 @@ def test_a_packed_checkpoint_with_a_broken_layout_is_unreadable(tmp_path):
     host = jax.tree_util.tree_map(np.asarray, state)
     packed, layout = checkpoints.pack_state(host)
     short = {k: v[:-1] for k, v in packed["params"].items()}
-    with pytest.raises(checkpoints.CheckpointError, match="do not match its layout"):
-        checkpoints.unpack_field(short, layout["fields"]["params"],
-                                 abstract_params(model), "here")
+    with pytest.raises(ValueError, match="do not match its layout"):
+        checkpoints.unpack_field(short, layout, "params", abstract_params(model), "here")
     checkpoints.save(wd, "latest", 7, state, {})
-    with open(os.path.join(checkpoints.checkpoint_dir(wd, "latest", 7), "layout",
-                           "metadata"), "w") as f:
+    layout_file = os.path.join(checkpoints.checkpoint_dir(wd, "latest", 7), "layout", "metadata")
+    with open(layout_file, "w") as f:      # a format this version does not know
         f.write('{"format": "something-else", "fields": {}}')
+    with pytest.raises(checkpoints.CheckpointError, match="layout 'something-else'") as err:
+        checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert not isinstance(err.value, checkpoints.UnreadableCheckpointError)
+    with open(layout_file, "w") as f:      # our format, but no layout for its fields
+        f.write('{"format": "%s", "fields": {"params": 3}}' % checkpoints.LAYOUT_FORMAT)
     with pytest.raises(checkpoints.UnreadableCheckpointError, match="layout"):
         checkpoints.restore_params(wd, "latest", abstract_params(model))
+
+
+def test_an_optimizer_state_of_another_structure_is_refused(tmp_path, monkeypatch):
+    """Adam's and AdamW's states have the same leaves but not the same structure: the
+    layout's node counts refuse the swap. A state that cannot be packed raises before
+    the save touches the checkpoint already on disk."""
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    checkpoints.save(wd, "latest", 7, state, {"epoch": 1})
+    adamw = optax.adamw(1e-3)
+    target = training.init_state(model, adamw, jax.random.key(0), 6)
+    with pytest.raises(checkpoints.CheckpointError, match="opt_state tree has another structure"):
+        checkpoints.restore(wd, "latest", target)
+
+    def broken(state):
+        raise TypeError("cannot pack")
+
+    monkeypatch.setattr(checkpoints, "pack_state", broken)
+    with pytest.raises(TypeError, match="cannot pack"):
+        checkpoints.save(wd, "latest", 7, state, {"epoch": 2})
+    assert checkpoints.restore_meta(wd, "latest") == {"epoch": 1}
 
 
 def test_missing_checkpoint_names_the_workdir(tmp_path):
