@@ -173,7 +173,7 @@ def unpack_field(packed_field: Mapping, layout: Mapping, name: str, like: Any,
     try:
         saved = [(list(p), list(shape), str(dt)) for p, shape, dt in layout["fields"][name]]
         saved_nodes = layout.get("nodes", {}).get(name)
-    except (KeyError, TypeError, ValueError) as e:
+    except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise _CorruptLayout(f"layout of field {name!r}: {e!r}") from e
     want = [(list(p), list(shape), dt) for p, shape, dt in _leaf_layout(like)]
     show = lambda parts: name + "".join(f"[{p!r}]" for p in parts)
