@@ -308,7 +308,11 @@ class SamplerLevers:
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, float(getattr(self, f.name)))
+            value = getattr(self, f.name)
+            try:
+                object.__setattr__(self, f.name, float(value))
+            except (TypeError, ValueError):
+                raise ValueError(f"{f.name}: expected a number, got {value!r}") from None
         for name in ("alg1_below", "alg2_below"):
             level = getattr(self, name)
             if not 0.0 <= level <= 0.5:
