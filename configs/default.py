@@ -31,11 +31,14 @@ def get_config():
     # channel that resolves low noise levels).
     # walk_features: K > 0 adds K random-walk channels log(1 + n (D^-1 A_t)^k), k = 1..K
     # (0: none; discrete diffusion only).
+    # spectral_features: K > 0 adds K channels n v_k v_k^T, the projectors on the 2nd..(K+1)-th
+    # eigenvectors of the normalised Laplacian of A_t (0: none; discrete diffusion only).
     # remat: recompute each block in the backward pass (less memory at large N).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
+                                                       spectral_features=0,
                                                        remat=False,
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(

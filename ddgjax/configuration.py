@@ -111,16 +111,17 @@ def validate_config(config) -> None:
     for ok, field, expected in checks:
         if not ok:
             raise ConfigError(f"config.{field}: expected {expected}")
-    walks = int(config.model.get("ppgn", {}).get("walk_features", 0))
-    if walks < 0:
-        raise ConfigError(f"config.model.ppgn.walk_features: expected >= 0 (0: none), got {walks}")
-    if walks:
-        from ddgjax.processes import binary_denoiser_input
-        if not binary_denoiser_input(config):
-            # random walks need a 0/1 graph; the Gaussian baseline's x_t is signed
-            raise ConfigError("config.model.ppgn.walk_features: only with a process that "
-                              "denoises a 0/1 graph (the discrete one, not the Gaussian "
-                              "baseline)")
+    for key in ("walk_features", "spectral_features"):
+        count = int(config.model.get("ppgn", {}).get(key, 0))
+        if count < 0:
+            raise ConfigError(f"config.model.ppgn.{key}: expected >= 0 (0: none), got {count}")
+        if count:
+            from ddgjax.processes import binary_denoiser_input
+            if not binary_denoiser_input(config):
+                # walks and Laplacians need a 0/1 graph; the Gaussian baseline's x_t is signed
+                raise ConfigError(f"config.model.ppgn.{key}: only with a process that "
+                                  "denoises a 0/1 graph (the discrete one, not the Gaussian "
+                                  "baseline)")
     if config.diffusion.get("continuous_time", False) and config.model.name != "ppgn":
         # EDP-GNN conditions on the level index, which continuous time does not have.
         raise ConfigError("config.diffusion.continuous_time: only for PPGN with the 'simple' loss")

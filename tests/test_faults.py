@@ -175,6 +175,9 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     new["model"]["ppgn"]["walk_features"] = 4
     assert run_differences(old, {}, new, {}) == ["model.ppgn.walk_features (0 -> 4)"]
     new["model"]["ppgn"]["walk_features"] = 0
+    new["model"]["ppgn"]["spectral_features"] = 2
+    assert run_differences(old, {}, new, {}) == ["model.ppgn.spectral_features (0 -> 2)"]
+    new["model"]["ppgn"]["spectral_features"] = 0
     new["train"]["weight_decay"] = 0.1
     assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]
     old["train"]["weight_decay"] = 0.05

@@ -346,6 +346,65 @@ def test_random_walk_channels_equal_float64_walk_powers():
     assert np.all(out[0, 3] == 0)
 
 
+def test_laplacian_projector_channels_equal_float64_eigenvectors():
+    """``laplacian_projector_channels``: ``n v_k v_k^T`` of the normalised Laplacian's
+    eigenvectors 1..K by brute force in float64 (eigenvalues simple here), an isolated
+    node kept, nothing on padding, a zero channel where a graph has too few nodes."""
+    from ddgjax.models.ppgn import laplacian_projector_channels
+    adj, nm = random_batch(24, [N, 6, 2], N)
+    adj = np.array(adj)
+    adj[0, 3, :] = adj[0, :, 3] = 0                      # node 3 of graph 0 isolated
+    K = 3
+    out = np.asarray(laplacian_projector_channels(jnp.asarray(adj), jnp.asarray(nm), K))
+    assert out.shape == (B, N, N, K) and out.dtype == np.float32
+    for b in range(B):
+        n = int(nm[b].sum())
+        a = adj[b, :n, :n].astype(np.float64)
+        deg = a.sum(1)
+        dis = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1.0)), 0.0)
+        lap = np.eye(n) - dis[:, None] * a * dis[None, :]
+        vals, vecs = np.linalg.eigh(lap)
+        for k in range(K):
+            if k + 1 >= n:
+                assert np.all(out[b, ..., k] == 0)
+                continue
+            if min(abs(vals[k + 1] - vals[k]), abs(vals[min(k + 2, n - 1)] - vals[k + 1])
+                   if k + 2 < n else 1.0) < 1e-3:
+                continue                                  # a repeated eigenvalue: no unique v
+            want = n * np.outer(vecs[:, k + 1], vecs[:, k + 1])
+            np.testing.assert_allclose(out[b, :n, :n, k], want, rtol=1e-3, atol=1e-4)
+        assert np.all(out[b, n:] == 0) and np.all(out[b, :, n:] == 0)
+    tiny = laplacian_projector_channels(jnp.asarray(adj[:, :2, :2]), jnp.asarray(nm[:, :2]), 4)
+    assert tiny.shape == (B, 2, 2, 4)                     # K + 1 > N: zero channels
+
+
+def test_ppgn_spectral_features_are_equivariant_and_padding_free():
+    """spectral_features=K: K more input channels that reach the logits; permutation
+    equivariant (random graphs: simple eigenvalues) and independent of the padding."""
+    model = build_model("ppgn", T, hidden=8, num_blocks=2, spectral_features=2)
+    params = random_params(model)
+    assert params["params"]["embed"]["kernel"].shape[0] == 4  # adj, noise level, 2 projectors
+    apply = jax.jit(model.apply)
+    adj, nm = random_batch(28, [N, N - 2, 5], N)  # seed 28: simple low eigenvalues
+    t, level = noise_inputs(B, seed=26)
+    out = np.asarray(apply(params, adj, nm, t, level))
+    perm = np.random.default_rng(2).permutation(N - 2)
+    adj_p = np.array(adj)
+    adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
+    out_p = np.asarray(apply(params, adj_p, nm, t, level))
+    np.testing.assert_allclose(out_p[1, :N - 2, :N - 2], out[1][np.ix_(perm, perm)],
+                               rtol=1e-3, atol=1e-3)
+    adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
+    out2 = np.asarray(apply(params, adj2, nm2, t, level))
+    np.testing.assert_allclose(out2[:, :N, :N], out, rtol=1e-3, atol=1e-3)
+    moved = jax.tree_util.tree_map(lambda a: a, params)
+    moved["params"]["embed"]["kernel"] = params["params"]["embed"]["kernel"].at[2:].add(1.0)
+    assert np.max(np.abs(np.asarray(apply(moved, adj, nm, t, level)) - out)) > 1e-3
+    with pytest.raises(ValueError, match="config.model.ppgn.spectral_features"):
+        build_model("ppgn", T, hidden=8, num_blocks=2, spectral_features=-1).init(
+            jax.random.key(0), adj, nm, t, level)
+
+
 def test_ppgn_walk_features_are_equivariant_and_padding_free():
     """walk_features=K: K more input channels; the model stays permutation equivariant and
     independent of the padding; a negative K is an error naming the config field."""

@@ -386,3 +386,13 @@ def test_walk_features_config_checks():
     cfg.model.ppgn.walk_features = -2
     with pytest.raises(ConfigError, match="config.model.ppgn.walk_features"):
         validate_config(cfg)
+    cfg.model.ppgn.walk_features = 0
+    cfg.model.ppgn.spectral_features = 2
+    validate_config(cfg)
+    cfg.diffusion.kind = "gaussian"
+    with pytest.raises(ConfigError, match="spectral_features.*0/1 graph"):
+        validate_config(cfg)
+    cfg.diffusion.kind = "discrete"
+    cfg.model.ppgn.spectral_features = -1
+    with pytest.raises(ConfigError, match="config.model.ppgn.spectral_features"):
+        validate_config(cfg)

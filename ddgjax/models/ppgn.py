@@ -4,7 +4,8 @@ The network works on per-pair features and, as in the paper (docs/method.md,
 "Denoisers"), is:
 
     X_0   = mask([A_t, s_t * I])        # C = 2; s_t the noise level (beta_bar_t for bit flips)
-                                        # (+1 log-level channel, + K random-walk channels)
+                                        # (+1 log-level channel, + K random-walk channels,
+                                        #  + K' Laplacian-projector channels)
     Y     = mask(Dense_h(X_0))
     block k = 1..d:
         P = mask(m1(Y)) @ mask(m2(Y)) / sqrt(n)    # per channel, over the node axis
@@ -276,6 +277,42 @@ def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -
     return jax.lax.stop_gradient(jnp.log1p(jnp.stack(powers, axis=-1)) * sq[..., None])
 
 
+def laplacian_projector_channels(adj: jax.Array, node_mask: jax.Array,
+                                 num_vectors: int) -> jax.Array:
+    """Spectral input channels: projectors on the low eigenvectors of the normalised
+    Laplacian of ``A_t`` (the global partition that spectral clustering reads; DiGress
+    feeds Laplacian eigenvectors for the same reason).
+
+    With ``L = I - D^-1/2 A D^-1/2`` over the real nodes (an isolated node keeps a 1 on the
+    diagonal) and eigenvectors ``v_0, v_1, ...`` by ascending eigenvalue, the channels are
+    ``n * v_k v_k^T`` for ``k = 1 .. K`` (``v_0``, the degree vector of a connected graph,
+    is skipped). A projector does not depend on the sign of its eigenvector, so the
+    channels are permutation equivariant wherever those eigenvalues are simple (within a
+    repeated eigenvalue the split into vectors is arbitrary). Padding nodes get 3 on the
+    diagonal, above every real eigenvalue (which lie in [0, 2]), so they sort last and the
+    real entries do not depend on the padding. A graph with ``n <= k`` real nodes has a
+    zero channel ``k``. Float32, no gradient (inputs).
+
+    Args: ``adj`` ``[B, N, N]`` 0/1 (0 on padding), ``node_mask`` ``bool[B, N]``,
+    ``num_vectors`` ``K >= 1``. Returns float32 ``[B, N, N, K]``, 0 off the real block.
+    """
+    sq = square_mask(node_mask)
+    a = jnp.where(sq, adj.astype(jnp.float32), 0.0)
+    deg = a.sum(-1)
+    d_inv_sqrt = jnp.where(deg > 0, jax.lax.rsqrt(jnp.maximum(deg, 1.0)), 0.0)
+    n_max = adj.shape[-1]
+    lap = (jnp.eye(n_max, dtype=jnp.float32)[None]
+           - d_inv_sqrt[:, :, None] * a * d_inv_sqrt[:, None, :])
+    lap = lap + jax.vmap(jnp.diag)(jnp.where(node_mask, 0.0, 2.0))      # padding: 3
+    _, vecs = jnp.linalg.eigh(lap)                                       # [B, N, N] columns
+    vecs = jnp.pad(vecs, ((0, 0), (0, 0), (0, max(0, num_vectors + 1 - n_max))))
+    v = vecs[:, :, 1:num_vectors + 1]                                    # [B, N, K]
+    n = node_counts(node_mask)
+    present = (jnp.arange(1, num_vectors + 1)[None, :] < n[:, None]).astype(jnp.float32)
+    proj = jnp.einsum("bik,bjk->bijk", v, v) * (n[:, None] * present)[:, None, None, :]
+    return jax.lax.stop_gradient(proj * sq[..., None])
+
+
 class PPGN(nn.Module):
     """PPGN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
@@ -299,6 +336,9 @@ class PPGN(nn.Module):
         ``A_t`` (``random_walk_channels``: ``log(1 + n * (D^-1 A_t)^k)``, ``k = 1..K``): global
         structure, such as communities, that the blocks would otherwise have to build from
         products of the adjacency. 0 (the paper's): none.
+      spectral_features: ``K > 0`` adds ``K`` input channels, the projectors
+        ``n v_k v_k^T`` on the eigenvectors of the 2nd to ``(K+1)``-th smallest eigenvalues
+        of the normalised Laplacian of ``A_t`` (``laplacian_projector_channels``). 0: none.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -322,6 +362,7 @@ class PPGN(nn.Module):
     compute_dtype: Any = jnp.float32
     noise_features: str = "linear"
     walk_features: int = 0
+    spectral_features: int = 0
     remat: bool = False
     fused: bool = False
     pallas: bool = False
@@ -344,6 +385,12 @@ class PPGN(nn.Module):
         if self.walk_features:                                        # [B, N, N, 1 + C + K]
             x0 = jnp.concatenate([x0, random_walk_channels(adj, node_mask,
                                                            self.walk_features)], axis=-1)
+        if self.spectral_features < 0:
+            raise ValueError(f"config.model.ppgn.spectral_features: expected >= 0, got "
+                             f"{self.spectral_features}")
+        if self.spectral_features:                                    # + K' projectors
+            x0 = jnp.concatenate([x0, laplacian_projector_channels(
+                adj, node_mask, self.spectral_features)], axis=-1)
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
