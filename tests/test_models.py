@@ -378,41 +378,20 @@ def test_laplacian_projector_channels_equal_float64_eigenvectors():
     assert tiny.shape == (B, 2, 2, 4)                     # K + 1 > N: zero channels
 
 
-def test_ppgn_spectral_features_are_equivariant_and_padding_free():
-    """spectral_features=K: K more input channels that reach the logits; permutation
-    equivariant (random graphs: simple eigenvalues) and independent of the padding."""
-    model = build_model("ppgn", T, hidden=8, num_blocks=2, spectral_features=2)
+@pytest.mark.parametrize("option,count,batch_seed,tol", [
+    ("walk_features", 3, 22, 1e-4),
+    ("spectral_features", 2, 28, 1e-3),   # seed 28: simple low Laplacian eigenvalues
+])
+def test_ppgn_extra_input_channels_are_equivariant_and_padding_free(option, count,
+                                                                     batch_seed, tol):
+    """walk_features / spectral_features = K: K more input channels that reach the
+    logits; the model stays permutation equivariant and independent of the padding; a
+    negative K is an error naming the config field."""
+    model = build_model("ppgn", T, hidden=8, num_blocks=2, **{option: count})
     params = random_params(model)
-    assert params["params"]["embed"]["kernel"].shape[0] == 4  # adj, noise level, 2 projectors
+    assert params["params"]["embed"]["kernel"].shape[0] == 2 + count  # adj, level, K
     apply = jax.jit(model.apply)
-    adj, nm = random_batch(28, [N, N - 2, 5], N)  # seed 28: simple low eigenvalues
-    t, level = noise_inputs(B, seed=26)
-    out = np.asarray(apply(params, adj, nm, t, level))
-    perm = np.random.default_rng(2).permutation(N - 2)
-    adj_p = np.array(adj)
-    adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
-    out_p = np.asarray(apply(params, adj_p, nm, t, level))
-    np.testing.assert_allclose(out_p[1, :N - 2, :N - 2], out[1][np.ix_(perm, perm)],
-                               rtol=1e-3, atol=1e-3)
-    adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
-    out2 = np.asarray(apply(params, adj2, nm2, t, level))
-    np.testing.assert_allclose(out2[:, :N, :N], out, rtol=1e-3, atol=1e-3)
-    moved = jax.tree_util.tree_map(lambda a: a, params)
-    moved["params"]["embed"]["kernel"] = params["params"]["embed"]["kernel"].at[2:].add(1.0)
-    assert np.max(np.abs(np.asarray(apply(moved, adj, nm, t, level)) - out)) > 1e-3
-    with pytest.raises(ValueError, match="config.model.ppgn.spectral_features"):
-        build_model("ppgn", T, hidden=8, num_blocks=2, spectral_features=-1).init(
-            jax.random.key(0), adj, nm, t, level)
-
-
-def test_ppgn_walk_features_are_equivariant_and_padding_free():
-    """walk_features=K: K more input channels; the model stays permutation equivariant and
-    independent of the padding; a negative K is an error naming the config field."""
-    model = build_model("ppgn", T, hidden=8, num_blocks=2, walk_features=3)
-    params = random_params(model)
-    assert params["params"]["embed"]["kernel"].shape[0] == 5  # adj, noise level, 3 walks
-    apply = jax.jit(model.apply)
-    adj, nm = random_batch(22, [N, N - 2, 3], N)
+    adj, nm = random_batch(batch_seed, [N, N - 2, 5], N)
     t, level = noise_inputs(B, seed=23)
     out = np.asarray(apply(params, adj, nm, t, level))
     perm = np.random.default_rng(1).permutation(N - 2)
@@ -420,18 +399,18 @@ def test_ppgn_walk_features_are_equivariant_and_padding_free():
     adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
     out_p = np.asarray(apply(params, adj_p, nm, t, level))
     np.testing.assert_allclose(out_p[1, :N - 2, :N - 2], out[1][np.ix_(perm, perm)],
-                               rtol=1e-4, atol=1e-4)
+                               rtol=tol, atol=tol)
     adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
     out2 = np.asarray(apply(params, adj2, nm2, t, level))
-    np.testing.assert_allclose(out2[:, :N, :N], out, rtol=1e-4, atol=1e-4)
-    # the walk channels reach the logits: other weights on them, other outputs
+    np.testing.assert_allclose(out2[:, :N, :N], out, rtol=tol, atol=tol)
+    # the new channels reach the logits: other weights on them, other outputs
     moved = jax.tree_util.tree_map(lambda a: a, params)
     moved["params"]["embed"]["kernel"] = params["params"]["embed"]["kernel"].at[2:].add(1.0)
     assert np.max(np.abs(np.asarray(apply(moved, adj, nm, t, level)) - out)) > 1e-3
     plain = build_model("ppgn", T, hidden=8, num_blocks=2)
     assert random_params(plain)["params"]["embed"]["kernel"].shape[0] == 2
-    with pytest.raises(ValueError, match="config.model.ppgn.walk_features"):
-        build_model("ppgn", T, hidden=8, num_blocks=2, walk_features=-1).init(
+    with pytest.raises(ValueError, match=f"config.model.ppgn.{option}"):
+        build_model("ppgn", T, hidden=8, num_blocks=2, **{option: -1}).init(
             jax.random.key(0), adj, nm, t, level)
 
 

@@ -372,27 +372,18 @@ def test_weight_decay_makes_adamw_and_shrinks_parameters():
     chex.assert_trees_all_close(optax.apply_updates(params, updates), params)
 
 
-def test_walk_features_config_checks():
-    """walk_features: negative, or with the Gaussian baseline (signed x_t), is a config
-    error naming the field."""
+@pytest.mark.parametrize("option", ["walk_features", "spectral_features"])
+def test_extra_input_channel_config_checks(option):
+    """walk_features / spectral_features: negative, or with the Gaussian baseline (signed
+    x_t), is a config error naming the field."""
     from ddgjax.configuration import ConfigError, validate_config
     cfg = test_config.get_config()
-    cfg.model.ppgn.walk_features = 3
+    cfg.model.ppgn[option] = 3
     validate_config(cfg)
     cfg.diffusion.kind = "gaussian"
-    with pytest.raises(ConfigError, match="walk_features.*0/1 graph"):
+    with pytest.raises(ConfigError, match=f"{option}.*0/1 graph"):
         validate_config(cfg)
     cfg.diffusion.kind = "discrete"
-    cfg.model.ppgn.walk_features = -2
-    with pytest.raises(ConfigError, match="config.model.ppgn.walk_features"):
-        validate_config(cfg)
-    cfg.model.ppgn.walk_features = 0
-    cfg.model.ppgn.spectral_features = 2
-    validate_config(cfg)
-    cfg.diffusion.kind = "gaussian"
-    with pytest.raises(ConfigError, match="spectral_features.*0/1 graph"):
-        validate_config(cfg)
-    cfg.diffusion.kind = "discrete"
-    cfg.model.ppgn.spectral_features = -1
-    with pytest.raises(ConfigError, match="config.model.ppgn.spectral_features"):
+    cfg.model.ppgn[option] = -2
+    with pytest.raises(ConfigError, match=f"config.model.ppgn.{option}"):
         validate_config(cfg)
