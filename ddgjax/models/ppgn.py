@@ -249,6 +249,14 @@ def noise_channels(noise_level: jax.Array, kind: str = "linear") -> jax.Array:
                      f"got {kind!r}")
 
 
+def _real_adjacency(adj: jax.Array, node_mask: jax.Array):
+    """``(square mask bool[B, N, N], float32 A on the real block [B, N, N], degrees
+    [B, N])``: what the structural input channels start from."""
+    sq = square_mask(node_mask)
+    a = jnp.where(sq, adj.astype(jnp.float32), 0.0)
+    return sq, a, a.sum(-1)
+
+
 def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -> jax.Array:
     """Random-walk input channels (after the relative random-walk probabilities, RRWP,
     of GRIT and DeFoG, here log-scaled).
@@ -265,9 +273,8 @@ def random_walk_channels(adj: jax.Array, node_mask: jax.Array, num_walks: int) -
     Args: ``adj`` ``[B, N, N]`` (0 on padding), ``node_mask`` ``bool[B, N]``,
     ``num_walks`` ``K >= 1``. Returns float32 ``[B, N, N, K]``, 0 off the real block.
     """
-    sq = square_mask(node_mask)
-    a = jnp.where(sq, adj.astype(jnp.float32), 0.0)
-    deg = a.sum(-1, keepdims=True)
+    sq, a, deg = _real_adjacency(adj, node_mask)
+    deg = deg[..., None]
     walk = jnp.where(deg > 0, a / jnp.maximum(deg, 1.0), 0.0)            # [B, N, N]
     n = node_counts(node_mask)[:, None, None]
     powers, p = [walk * n], walk
@@ -296,9 +303,7 @@ def laplacian_projector_channels(adj: jax.Array, node_mask: jax.Array,
     Args: ``adj`` ``[B, N, N]`` 0/1 (0 on padding), ``node_mask`` ``bool[B, N]``,
     ``num_vectors`` ``K >= 1``. Returns float32 ``[B, N, N, K]``, 0 off the real block.
     """
-    sq = square_mask(node_mask)
-    a = jnp.where(sq, adj.astype(jnp.float32), 0.0)
-    deg = a.sum(-1)
+    sq, a, deg = _real_adjacency(adj, node_mask)
     d_inv_sqrt = jnp.where(deg > 0, jax.lax.rsqrt(jnp.maximum(deg, 1.0)), 0.0)
     n_max = adj.shape[-1]
     lap = (jnp.eye(n_max, dtype=jnp.float32)[None]
@@ -379,18 +384,13 @@ class PPGN(nn.Module):
         chans = noise_channels(noise_level, self.noise_features)       # [B, C]
         x0 = jnp.concatenate([adj[..., None], chans[:, None, None, :] * eye[..., None]], axis=-1)
         x0 = x0 * sq[..., None]                                       # [B, N, N, 1 + C]
-        if self.walk_features < 0:
-            raise ValueError(f"config.model.ppgn.walk_features: expected >= 0, got "
-                             f"{self.walk_features}")
-        if self.walk_features:                                        # [B, N, N, 1 + C + K]
-            x0 = jnp.concatenate([x0, random_walk_channels(adj, node_mask,
-                                                           self.walk_features)], axis=-1)
-        if self.spectral_features < 0:
-            raise ValueError(f"config.model.ppgn.spectral_features: expected >= 0, got "
-                             f"{self.spectral_features}")
-        if self.spectral_features:                                    # + K' projectors
-            x0 = jnp.concatenate([x0, laplacian_projector_channels(
-                adj, node_mask, self.spectral_features)], axis=-1)
+        for name, channels in (("walk_features", random_walk_channels),
+                               ("spectral_features", laplacian_projector_channels)):
+            count = getattr(self, name)
+            if count < 0:
+                raise ValueError(f"config.model.ppgn.{name}: expected >= 0, got {count}")
+            if count:                                                 # + K structural channels
+                x0 = jnp.concatenate([x0, channels(adj, node_mask, count)], axis=-1)
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]
