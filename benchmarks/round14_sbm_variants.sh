@@ -10,8 +10,8 @@
 #           forms) instead of power:2
 #   wdunif  both
 # A call resumes each workdir ($RUNS/NAME) that an earlier call on the same (warm) machine
-# left, else starts it. Training stops with SIGTERM at $HARD_SECONDS - 110 s (checkpoints
-# stay complete); then every variant samples 5 seeds x 40 graphs at 64 steps from its
+# left, else starts it. Training stops with SIGTERM at $HARD_SECONDS - $SAMPLE_SECONDS
+# (default 110 s; checkpoints stay complete); then every variant samples 5 seeds x 40 graphs at 64 steps from its
 # best_val (EMA), graphs only (graph-tool validity and MMDs later on a CPU:
 # benchmarks/check_samples.py). CONFIRM=1 also samples the round-13 run's best_val
 # (carried .devdata/sbm_r11/sbm_best) 5 x 40 with the same sampler on GPU 0, beside the
@@ -30,6 +30,7 @@ source "$(dirname "$0")/gpu_call_common.sh"
 RUNS=runs/r14
 HARD=${HARD_SECONDS:-530}
 CALL=${CALL:-1}
+SAMPLE=${SAMPLE_SECONDS:-110}
 mkdir -p $RUNS "$OUT/res/samples"
 GRID=${GRID:-power:2}
 SAMPLER="--option logit_scale=0.9 --option grid=$GRID"
@@ -54,9 +55,9 @@ for v in "${variants[@]}"; do
     --workdir $RUNS/$name --quiet $COMMON $extra > "$OUT/res/train_${name}_c$CALL.log" 2>&1 &
   pids+=($!); k=$(( k + 1 ))
 done
-stop_at $(( HARD - 110 )) "${pids[@]}"
+stop_at $(( HARD - SAMPLE )) "${pids[@]}"
 echo "training stopped at $(elapsed) s" >> "$OUT/res/times.txt"
-[ -n "${confirm_pid:-}" ] && stop_at $(( HARD - 110 )) $confirm_pid
+[ -n "${confirm_pid:-}" ] && stop_at $(( HARD - SAMPLE )) $confirm_pid
 pids=(); k=0
 for name in "${names[@]}"; do
   cp $RUNS/$name/metrics.jsonl "$OUT/res/metrics_${name}.jsonl" 2>/dev/null
