@@ -207,7 +207,7 @@ def profile_variant(args, dtype, vtag, options, N):
     adj = np.concatenate([adj, adj[:1] * 0])
     mask = np.concatenate([mask, mask[:1] & False])
     chunk = training.make_train_chunk(model, tx, process, make_mesh(jax.devices()[:1]),
-                                      jax.random.key(1))
+                                      jax.random.key(1), flat=bool(cfg.train.flat_update))
     idx = np.tile(np.arange(B, dtype=np.int32), (1, 1))
     targs = (state, adj, mask, idx)
     with open(os.path.join(args.out, f"train_step_{tag}.hlo.txt"), "w") as f:

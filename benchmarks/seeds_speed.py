@@ -14,6 +14,7 @@ Reported per phase (and written to --out as JSON):
 * ``process_s``: wall clock of the phase's process (each phase runs in a fresh Python
   process, as a user would run it): Python and JAX start-up, data, set-up, compile,
   training, checkpoint saves; ``total_s``: the same from the train call on;
+* ``setup_s``: ``total_s`` less ``loop_s``: data, model and state set-up before the loop;
 * ``loop_s``: the training loop (``summary["seconds"]``); ``chunk_s``: time inside the
   jitted calls; ``checkpoint_s``: checkpoint saves; ``first_call_s``: the first jitted
   call (compile + its epochs);
@@ -26,7 +27,8 @@ Reported per phase (and written to --out as JSON):
 With ``--epochs`` (a shorter run), checkpoints come every ``epochs // 2`` epochs when
 the config's interval would leave fewer than two jitted calls, so that a steady-state
 call exists; ``--checkpoint_every N`` sets the interval. Seed 0 of (b) is checked
-against (a) (best training loss, to float tolerance).
+against (a) (best training loss, to float tolerance). ``--option KEY=VALUE`` overrides
+the config (e.g. ``train.flat_update=false``), in both phases.
 """
 import argparse
 import json
@@ -53,7 +55,8 @@ def phase(summary: dict, total_s: float, num_epochs: int, ckpt_every: int) -> di
     rest_steps = summary["steps"] - first_steps
     rest_s = summary["chunk_seconds"] - summary["first_call_seconds"]
     step_s = rest_s / rest_steps if rest_steps > 0 else float("nan")
-    return {"total_s": total_s, "loop_s": summary["seconds"], "chunk_s": summary["chunk_seconds"],
+    return {"total_s": total_s, "setup_s": total_s - summary["seconds"],
+            "loop_s": summary["seconds"], "chunk_s": summary["chunk_seconds"],
             "checkpoint_s": summary["checkpoint_seconds"],
             "first_call_s": summary["first_call_seconds"],
             "compile_s": summary["first_call_seconds"] - first_steps * step_s,
@@ -89,13 +92,18 @@ def main():
     ap.add_argument("--checkpoint_every", type=int, default=0, help="checkpoint every this "
                     "many epochs (0: the config's, 100 for the paper configs)")
     ap.add_argument("--skip_single", action="store_true", help="only (b)")
+    ap.add_argument("--skip_multi", action="store_true", help="only (a)")
     ap.add_argument("--keep", default="", help="keep the workdirs under this directory")
+    ap.add_argument("--option", action="append", default=[],
+                    help="config override KEY=VALUE (e.g. train.flat_update=false), repeatable")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
     ap.add_argument("--phase", choices=("single", "multi"), help=argparse.SUPPRESS)
     ap.add_argument("--phase_out", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     cfg = get_config(args.config)
+    from bench_core import apply_options
+    apply_options(cfg, args.option)
     if args.epochs:
         cfg.train.num_epochs = args.epochs
         if cfg.train.checkpoint_every_epochs * 2 > args.epochs:
@@ -111,12 +119,13 @@ def main():
         return
 
     dev = jax.devices()[0]
-    result = {"config": args.config, "epochs": epochs, "checkpoint_every_epochs": ckpt_every,
+    result = {"config": args.config, "options": args.option, "epochs": epochs, "checkpoint_every_epochs": ckpt_every,
               "batch_size": int(cfg.train.batch_size), "seeds": args.seeds,
               "device": f"{len(jax.devices())} x {dev.device_kind} ({dev.platform})",
               "jax": jax.__version__, "python": platform.python_version(),
               "date": time.strftime("%Y-%m-%d %H:%M")}
-    phases = (["single"] if not args.skip_single else []) + ["multi"]
+    phases = ((["single"] if not args.skip_single else [])
+              + (["multi"] if not args.skip_multi else []))
     try:
         for name in phases:
             # Each phase is its own process, as a user runs it: process_s includes Python
@@ -125,14 +134,14 @@ def main():
             cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--phase_out",
                    out_json, "--config", args.config, "--seeds", str(args.seeds),
                    "--epochs", str(args.epochs), "--checkpoint_every", str(args.checkpoint_every),
-                   "--keep", root]
+                   "--keep", root] + [f"--option={o}" for o in args.option]
             t0 = time.time()
             subprocess.run(cmd, check=True)
             with open(out_json) as f:
                 result[name] = {"process_s": time.time() - t0, **json.load(f)}
             what = "(a) one run" if name == "single" else f"(b) {args.seeds} seeds, one program"
             print(f"{what}:", json.dumps(result[name]), flush=True)
-        if "single" in result:
+        if "single" in result and "multi" in result:
             a, b = result["single"], result["multi"]
             result["ratio_total"] = b["total_s"] / a["total_s"]
             result["ratio_process"] = b["process_s"] / a["process_s"]

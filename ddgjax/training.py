@@ -55,6 +55,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from ddgjax import checkpoints, input_pipeline
 from ddgjax.configuration import validate_config
 from ddgjax.data import node_count_distribution
+from ddgjax.flat_state import FlatLayout
 from ddgjax.interrupts import deferred
 from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
@@ -131,12 +132,14 @@ def ema_update(ema_params, params, decay: float):
 
 
 def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
-                on_step: Callable[[Any, Any], None] | None = None) -> Callable:
+                on_step: Callable[[Any, Any], None] | None = None,
+                layout: FlatLayout | None = None) -> Callable:
     """``one_step(state, idx, data_adj, data_mask, base_key, weight=None) -> (state, loss)``:
     one optimizer step on this device's slice ``idx`` (``int32[B_local]``) of a batch, for
     use inside ``shard_map`` over ``AXIS`` (gradients and loss are summed over the axis).
     ``weight`` (a scalar, size buckets) multiplies the gradient; the returned loss is the
-    batch's unweighted per-pair mean."""
+    batch's unweighted per-pair mean. With a ``layout``, ``state`` is flat
+    (``FlatLayout.flatten``) and so are the gradients and the optimizer's work."""
 
     def one_step(state, idx, data_adj, data_mask, base_key, weight=None):
         local_b = idx.shape[0]
@@ -146,7 +149,8 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
         keys = graph_keys(step_key, first, local_b)
 
         def summed(params):
-            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            tree = params if layout is None else layout.params(params)
+            denoise = lambda a, m, t, s: model.apply(tree, a, m, t, s)
             out = process.loss(denoise, keys, adj0, mask)
             return out.per_graph.sum(), out.num_pairs.sum()
 
@@ -178,16 +182,34 @@ def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
                                  out_specs=(P(), P()), check_vma=False))
 
 
+def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False):
+    """``lax.scan(make_step(layout), state, xs)``: with ``flat`` (and a state that allows it,
+    ``FlatLayout.of``) on the flat state, turned back into trees at the end, else leaf by
+    leaf (``layout=None``). ``stacked``: the leaves carry a leading run axis ``[R, ...]``."""
+    one = jax.tree_util.tree_map(lambda x: x[0], state) if stacked else state
+    layout = FlatLayout.of(one) if flat else None
+    if layout is None:
+        return jax.lax.scan(make_step(None), state, xs)
+    to_flat, from_flat = layout.flatten, lambda f: layout.unflatten(f, one)
+    if stacked:
+        to_flat, from_flat = jax.vmap(to_flat), jax.vmap(from_flat)
+    flat_state, out = jax.lax.scan(make_step(layout), to_flat(state), xs)
+    return from_flat(flat_state), out
+
+
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0,
                      on_step: Callable[[Any, Any], None] | None = None,
-                     weighted: bool = False) -> Callable:
+                     weighted: bool = False, flat: bool = True) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
     (optional) is a host function ``(step, loss)`` called after every step from the
     first device (``jax.debug.callback``), e.g. for a progress bar during a long
-    chunk; with None the compiled program has no callback.
+    chunk; with None the compiled program has no callback. ``flat`` (the default): the
+    steps run on the state as flat vectors (``ddgjax.flat_state``: one array each for the
+    parameters, the EMA and Adam's moments, the same arithmetic in a few kernels); False:
+    leaf by leaf (``config.train.flat_update``).
 
     Args of the returned function:
       state: replicated TrainState.
@@ -202,26 +224,30 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
     unweighted). The function compiles once per shape of ``data_adj`` and ``batch_idx``
     (with size buckets: once per bucket).
     """
-    one_step = _train_step(model, tx, process, ema_decay, on_step)
+    step_for = lambda layout: _train_step(model, tx, process, ema_decay, on_step, layout)
 
     if weighted:
         def per_device(state, data_adj, data_mask, batch_idx, step_weight):
-            return jax.lax.scan(
-                lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1]),
-                state, (batch_idx, step_weight))
+            def make_step(layout):
+                one_step = step_for(layout)
+                return lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1])
+            return _scan_steps(make_step, state, (batch_idx, step_weight), flat)
 
         return _sharded(per_device, mesh, P(None, AXIS), (P(),))
 
     def per_device(state, data_adj, data_mask, batch_idx):
-        return jax.lax.scan(lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key),
-                            state, batch_idx)
+        def make_step(layout):
+            one_step = step_for(layout)
+            return lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key)
+        return _scan_steps(make_step, state, batch_idx, flat)
 
     return _sharded(per_device, mesh, P(None, AXIS))
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
                            ema_decay: float = 0.0,
-                           on_step: Callable[[Any, Any], None] | None = None) -> Callable:
+                           on_step: Callable[[Any, Any], None] | None = None,
+                           flat: bool = True) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -235,22 +261,24 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
     ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``on_step`` (optional)
     is a host function ``(step, mean loss over the runs)`` called after every step, as
-    for ``make_train_chunk``.
+    for ``make_train_chunk``; ``flat`` as there (flat vectors ``[R, P]``).
     """
-    one_step = _train_step(model, tx, process, ema_decay)
 
     def per_device(states, data_adj, data_mask, batch_idx):
-        step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
+        def make_step(layout):
+            one_step = _train_step(model, tx, process, ema_decay, layout=layout)
+            step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
 
-        def body(st, idx):
-            st, loss = step_all(st, idx, base_keys)
-            if on_step is not None:
-                jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
-                             lambda: jax.debug.callback(on_step, st.step[0], loss.mean()),
-                             lambda: None)
-            return st, loss
+            def body(st, idx):
+                st, loss = step_all(st, idx, base_keys)
+                if on_step is not None:
+                    jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
+                                 lambda: jax.debug.callback(on_step, st.step[0], loss.mean()),
+                                 lambda: None)
+                return st, loss
+            return body
 
-        return jax.lax.scan(body, states, batch_idx)
+        return _scan_steps(make_step, states, batch_idx, flat, stacked=True)
 
     return _sharded(per_device, mesh, P(None, None, AXIS))
 
@@ -590,7 +618,8 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
     chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
                                 setup.config.train.ema_decay,
                                 on_step=_progress_callback(bar, setup, where),
-                                weighted=setup.buckets is not None)
+                                weighted=setup.buckets is not None,
+                                flat=bool(setup.config.train.get("flat_update", True)))
     if setup.buckets is not None and verbose and run.is_main:
         print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
@@ -631,7 +660,8 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
                                       jnp.stack([r.base_key for r in runs]),
                                       setup.config.train.ema_decay,
-                                      on_step=_progress_callback(bar, setup, where))
+                                      on_step=_progress_callback(bar, setup, where),
+                                      flat=bool(setup.config.train.get("flat_update", True)))
     stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)
