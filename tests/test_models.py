@@ -628,19 +628,3 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     monkeypatch.delenv("DDGJAX_PALLAS_INTERPRET")
     assert not pallas_launch.available() and "pallas_call" not in program()
 
-
-@pytest.mark.parametrize("name,extra", [("ppgn", {}), ("ppgn", {"spectral_features": 2}),
-                                        ("edp", {})])
-def test_init_params_equals_eager_init(name, extra):
-    """init_params (one jitted lazy_init) gives eager ``model.init``'s values, and its
-    compiled program is reused for another key."""
-    from ddgjax.models import _dummy_inputs, _jitted_init, init_params
-    model = build_model(name, T, **CONFIGS[name], **extra)
-    for seed in (0, 1):
-        got = init_params(model, jax.random.key(seed), 6)
-        want = model.init(jax.random.key(seed), *_dummy_inputs(6))
-        chex.assert_trees_all_equal(got, want)
-    if hasattr(_jitted_init, "_cache_size"):  # (a private counter of jax.jit)
-        before = _jitted_init._cache_size()
-        init_params(model, jax.random.key(2), 6)
-        assert _jitted_init._cache_size() == before >= 1
