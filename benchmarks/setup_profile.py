@@ -1,0 +1,108 @@
+"""Where a training run's set-up goes, before its first step (issue 12).
+
+    python benchmarks/setup_profile.py --out setup.json [--config ego_small_ppgn_simple]
+
+On the H200 the Ego-small paper config spends 7-9 s between the train call and the
+training loop (docs/benchmarks.md, round 16). This script runs the same set-up as
+``training.train`` step by step in a fresh workdir and reports, as JSON:
+
+* ``parts_s``: wall seconds of each part: ``setup`` (config, data, model, process, mesh,
+  optimizer: ``training._Setup``), ``run`` (restart checks, parameter init, optimizer
+  state, validator: ``training._Run``), ``replicate`` (the state onto the devices),
+  ``begin`` (run record, metrics log, checkpoint writer), ``device_data`` (the training
+  split onto the devices);
+* ``compiles``: every XLA compilation in those parts: count and seconds, grouped by the
+  ddgjax lines that asked for it (the three innermost ddgjax frames);
+* ``device``, ``jax``.
+
+The backend is started before the timings (as ``seeds_speed.py`` does).
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import jax  # noqa: E402
+
+from ddgjax import training  # noqa: E402
+from ddgjax.configuration import get_config  # noqa: E402
+
+
+def record_compiles(log: list):
+    """Wrap JAX's backend compile so that each call appends ``(seconds, where)`` to ``log``.
+    A private JAX hook: where it is missing, nothing is recorded (the parts still are)."""
+    try:
+        from jax._src import compiler
+    except ImportError:
+        return False
+    original = getattr(compiler, "backend_compile_and_load", None)
+    if original is None:
+        return False
+
+    def wrapped(*args, **kwargs):
+        t0 = time.time()
+        out = original(*args, **kwargs)
+        frames = [f for f in traceback.extract_stack() if f"{os.sep}ddgjax{os.sep}" in f.filename]
+        where = " <- ".join(f"{os.path.basename(f.filename)}:{f.lineno}:{f.name}"
+                            for f in reversed(frames[-3:])) or "(outside ddgjax)"
+        log.append((time.time() - t0, where))
+        return out
+
+    compiler.backend_compile_and_load = wrapped
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="ego_small_ppgn_simple",
+                    help="bundled config name or FILE[:ARG] (default: ego_small_ppgn_simple)")
+    ap.add_argument("--out", default="", help="write the results here (JSON)")
+    args = ap.parse_args()
+    jax.numpy.zeros(1).block_until_ready()
+    log: list = []
+    hooked = record_compiles(log)
+    cfg = get_config(args.config)
+    workdir = tempfile.mkdtemp(prefix="setup-profile-")
+    parts = {}
+    t = time.time()
+    setup = training._Setup(cfg, None, workdir)
+    parts["setup"] = time.time() - t
+    t = time.time()
+    run = training._Run(setup, setup.config, workdir, True, False)
+    jax.block_until_ready(run.state)
+    parts["run"] = time.time() - t
+    t = time.time()
+    jax.block_until_ready(training.replicate(run.state, setup.mesh))
+    parts["replicate"] = time.time() - t
+    t = time.time()
+    writer = run.begin()
+    parts["begin"] = time.time() - t
+    t = time.time()
+    jax.block_until_ready(setup.device_data())
+    parts["device_data"] = time.time() - t
+    writer.close()
+    groups = collections.defaultdict(lambda: [0, 0.0])
+    for dt, where in log:
+        groups[where][0] += 1
+        groups[where][1] += dt
+    dev = jax.devices()[0]
+    result = {"config": args.config, "device": f"{len(jax.devices())} x {dev.device_kind}",
+              "jax": jax.__version__, "parts_s": parts, "total_s": sum(parts.values()),
+              "compiles_recorded": hooked, "num_compiles": len(log),
+              "compile_s": sum(dt for dt, _ in log),
+              "compiles": [{"where": w, "count": n, "seconds": s}
+                           for w, (n, s) in sorted(groups.items(), key=lambda x: -x[1][1])]}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
