@@ -33,13 +33,16 @@ def get_config():
     # (0: none; discrete diffusion only).
     # spectral_features: K > 0 adds K channels n v_k v_k^T, the projectors on the 2nd..(K+1)-th
     # eigenvectors of the normalised Laplacian of A_t (0: none; discrete diffusion only).
+    # self_condition: one more input channel, the model's own earlier estimate of A_0
+    # (self-conditioning: training feeds its first-pass estimate to half the graphs, the
+    # sampler the previous step's; discrete diffusion only; False: none).
     # remat: recompute each block in the backward pass (less memory at large N).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,
-                                                       remat=False,
+                                                       self_condition=False, remat=False,
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))

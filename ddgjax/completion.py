@@ -125,7 +125,7 @@ def compiled_completer(model, comp):
     key = (model, comp)
     if key not in _COMPILED:
         def run(params, keys, adj, known, node_mask):
-            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
             return comp(denoise, keys, adj, known, node_mask)
 
         _COMPILED[key] = jax.jit(run)

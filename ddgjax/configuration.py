@@ -122,6 +122,11 @@ def validate_config(config) -> None:
                 raise ConfigError(f"config.model.ppgn.{key}: only with a process that "
                                   "denoises a 0/1 graph (the discrete one, not the Gaussian "
                                   "baseline)")
+    if config.model.get("ppgn", {}).get("self_condition", False):
+        from ddgjax.processes import binary_denoiser_input
+        if config.model.name != "ppgn" or not binary_denoiser_input(config):
+            raise ConfigError("config.model.ppgn.self_condition: only for PPGN with the "
+                              "discrete process (not EDP-GNN, not the Gaussian baseline)")
     if config.diffusion.get("continuous_time", False) and config.model.name != "ppgn":
         # EDP-GNN conditions on the level index, which continuous time does not have.
         raise ConfigError("config.diffusion.continuous_time: only for PPGN with the 'simple' loss")

@@ -66,7 +66,7 @@ def compiled_nelbo(model, process: BitFlipProcess, t_index: np.ndarray, beta_bar
         rho = process.prior_density
 
         def run(params, keys, adj0, node_mask):
-            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
             draws = nelbo_draws(denoise, keys, adj0, node_mask, t_index, beta_bar, num_draws,
                                 rho, algorithm)
             return draws, prior_term(adj0, node_mask, float(beta_bar[0]), rho)

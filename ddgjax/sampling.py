@@ -116,7 +116,7 @@ def compiled_sampler(model, sampler: Sampler):
     key = (model, sampler)
     if key not in _COMPILED:
         def run(params, keys, node_mask):
-            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
             return sampler(denoise, keys, node_mask)
 
         _COMPILED[key] = jax.jit(run)

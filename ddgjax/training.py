@@ -150,7 +150,7 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
 
         def summed(params):
             tree = params if layout is None else layout.params(params)
-            denoise = lambda a, m, t, s: model.apply(tree, a, m, t, s)
+            denoise = lambda a, m, t, s, *est: model.apply(tree, a, m, t, s, *est)
             out = process.loss(denoise, keys, adj0, mask)
             return out.per_graph.sum(), out.num_pairs.sum()
 

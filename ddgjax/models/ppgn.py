@@ -318,6 +318,21 @@ def laplacian_projector_channels(adj: jax.Array, node_mask: jax.Array,
     return jax.lax.stop_gradient(proj * sq[..., None])
 
 
+def estimate_channel(x0_estimate, adj, node_mask):
+    """The self-conditioning input channel: ``x0_estimate`` ``[B, N, N]`` (None: zeros) as
+    float32 ``[B, N, N, 1]``, zero on the diagonal and on pairs touching padding, with
+    no gradient (an input). ValueError if its shape is not ``adj``'s."""
+    if x0_estimate is None:
+        return jnp.zeros(adj.shape + (1,), jnp.float32)
+    x0_estimate = jnp.asarray(x0_estimate)
+    if x0_estimate.shape != adj.shape:
+        raise ValueError(f"x0_estimate must be [B, N, N] = {adj.shape}, got shape "
+                         f"{x0_estimate.shape}")
+    off_diag = 1.0 - jnp.eye(adj.shape[-1], dtype=jnp.float32)[None]
+    est = x0_estimate.astype(jnp.float32) * square_mask(node_mask) * off_diag
+    return jax.lax.stop_gradient(est)[..., None]
+
+
 class PPGN(nn.Module):
     """PPGN denoiser: ``(adj, node_mask, t_index, noise_level) -> logits``.
 
@@ -344,6 +359,11 @@ class PPGN(nn.Module):
       spectral_features: ``K > 0`` adds ``K`` input channels, the projectors
         ``n v_k v_k^T`` on the eigenvectors of the 2nd to ``(K+1)``-th smallest eigenvalues
         of the normalised Laplacian of ``A_t`` (``laplacian_projector_channels``). 0: none.
+      self_condition: one more input channel, the model's own earlier estimate of
+        ``p(A_0[i,j] = 1)`` (self-conditioning, Chen et al. 2022, "Analog Bits"): the
+        ``x0_estimate`` call argument, zeros when it is None. Training feeds the model's
+        first-pass estimate to half of the graphs, the sampler the previous step's
+        (``ddgjax.processes.bitflip``). False (the paper's): no such channel.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -356,6 +376,8 @@ class PPGN(nn.Module):
         so that all denoisers share one signature.
       noise_level: ``float32[B]``, the noise level, placed on the diagonal of channel 2
         (and of channel 3 on a log scale with ``noise_features="log"``).
+      x0_estimate: optional ``[B, N, N]`` probabilities in [0, 1], only with
+        ``self_condition`` (None: zeros). Read on the real off-diagonal pairs only.
 
     Returns:
       ``float32[B, N, N]`` logits of ``p(A_0[i,j] = 1 | A_t)``: symmetric, zero on the
@@ -368,14 +390,18 @@ class PPGN(nn.Module):
     noise_features: str = "linear"
     walk_features: int = 0
     spectral_features: int = 0
+    self_condition: bool = False
     remat: bool = False
     fused: bool = False
     pallas: bool = False
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, noise_level):
+    def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None):
         adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
         del t_index
+        if x0_estimate is not None and not self.self_condition:
+            raise ValueError("x0_estimate given to a PPGN built without self_condition "
+                             "(config.model.ppgn.self_condition)")
         bsz, n_max = adj.shape[:2]
         sq = square_mask(node_mask)                                    # [B, N, N]
         inv_sqrt_n = jax.lax.rsqrt(jnp.maximum(node_counts(node_mask), 1.0))  # [B]
@@ -391,6 +417,8 @@ class PPGN(nn.Module):
                 raise ValueError(f"config.model.ppgn.{name}: expected >= 0, got {count}")
             if count:                                                 # + K structural channels
                 x0 = jnp.concatenate([x0, channels(adj, node_mask, count)], axis=-1)
+        if self.self_condition:                                       # + the earlier estimate
+            x0 = jnp.concatenate([x0, estimate_channel(x0_estimate, adj, node_mask)], axis=-1)
         # Padding entries of x need no mask: every block masks m1 and its norm output.
         x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
         outs = [x0]

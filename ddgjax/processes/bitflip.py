@@ -230,10 +230,21 @@ def training_levels(u: jax.Array, train_grid: str = "uniform") -> jax.Array:
     return 0.5 * (u if kind == "uniform" else u ** gamma)
 
 
+# fold_in stream of a graph's key for its self-conditioning coin (0 and 1: level, noise)
+SELF_CONDITION_STREAM = 2
+
+
+def self_condition_coins(keys: jax.Array) -> jax.Array:
+    """``bool[B]``: which graphs of a training batch get the model's first-pass estimate
+    (probability 1/2 each, from ``fold_in(keys[b], SELF_CONDITION_STREAM)``)."""
+    return jax.vmap(lambda k: jax.random.bernoulli(
+        jax.random.fold_in(k, SELF_CONDITION_STREAM), 0.5))(keys)
+
+
 def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, loss_type: str = "simple",
                   continuous_time: bool = False, rho: float = 0.5,
-                  train_grid: str = "uniform") -> LossOutput:
+                  train_grid: str = "uniform", self_condition: bool = False) -> LossOutput:
     """One Monte-Carlo estimate of L_simple or L_vb on a batch.
 
     ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
@@ -246,8 +257,14 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     number of real pairs in the batch (a per-pair mean, so batch composition
     does not reweight graphs by size beyond their pair count).
 
+    With ``self_condition`` (self-conditioning, Chen et al. 2022), the denoiser first runs
+    without an estimate; for half of the graphs (``self_condition_coins``) its
+    probabilities, without gradient, become the fifth argument of the second call, whose
+    logits the loss reads (the others get zeros, the unconditioned mode).
+
     Args:
-      denoise_fn: logits of ``p(A_0 | A_t)`` (see ``DenoiseFn``).
+      denoise_fn: logits of ``p(A_0 | A_t)`` (see ``DenoiseFn``; with ``self_condition``
+        it takes the estimate ``[B, N, N]`` as a fifth argument).
       adj0: ``[B, N, N]`` clean graphs; node_mask: ``[B, N]`` bool.
     """
     if loss_type not in LOSSES:
@@ -267,7 +284,12 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
         t_index = uniform_timestep(u_t, T)
         bb_t, bb_prev = bb_table[t_index], bb_table[t_index - 1]
     adj_t = q_sample(key_noise, adj0, node_mask, bb_t, rho)
-    logits = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
+    estimate = ()
+    if self_condition:
+        first = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
+        use = broadcast_per_graph(self_condition_coins(keys).astype(jnp.float32))
+        estimate = (jax.lax.stop_gradient(jax.nn.sigmoid(first)) * use,)
+    logits = denoise_fn(adj_t, node_mask, t_index, bb_t, *estimate).astype(jnp.float32)
     if loss_type == "simple":
         terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
     else:
@@ -466,7 +488,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, algorithm: int = 2, num_steps: int | None = None,
                   return_chain: bool = False, grid: str = "trained",
                   argmax_last: bool = False, final_pass: bool = False, rho: float = 0.5,
-                  levers: SamplerLevers | None = None, **lever_values):
+                  levers: SamplerLevers | None = None, self_condition: bool = False,
+                  **lever_values):
     """Run the reverse chain with ``jax.lax.scan`` for one batch.
 
     ``key`` is one key that the batch shares, or ``[B]`` keys, one per graph (typed keys;
@@ -488,6 +511,9 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       rho: the prior's edge probability (``q_sample``).
       levers: the hybrid samplers and the levers of ``reverse_step`` (``SamplerLevers``;
         None: all off); ``lever_values`` (e.g. ``logit_scale=0.9``) set single ones.
+      self_condition: for a self-conditioned denoiser (PPGN ``self_condition``): each
+        call gets the previous call's ``sigmoid(logits)`` (before any lever) as its fifth
+        argument, zeros at the first step.
     Returns:
       ``A_0`` ``[B, N, N]``; with ``return_chain`` a tuple ``(A_0, chain)`` where
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
@@ -517,45 +543,59 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
     algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
 
-    def step(k, adj, t, b_now, b_prev, alg, argmax=False):
+    def step(k, carry, t, b_now, b_prev, alg, argmax=False):
+        """``(adj, estimate) -> (adj at the next level, estimate for the next call)``;
+        ``estimate`` is None without ``self_condition``."""
+        adj, est = carry
         run = lambda fn, kk, a, m: reverse_step(
             fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho, levers=levers)
-        if not per_graph:
-            return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask)
-        logits = batched_logits(adj, t, b_now)
-        return draw(k, lambda kk, a, m, lg: run(lambda *_: lg, kk, a, m), adj, node_mask, logits)
+        if not per_graph and not self_condition:
+            return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask), est
+        logits = batched_logits(adj, t, b_now, est)
+        if per_graph:
+            new = draw(k, lambda kk, a, m, lg: run(lambda *_: lg, kk, a, m), adj, node_mask,
+                       logits)
+        else:
+            new = run(lambda *_: logits, jax.random.fold_in(key, k), adj, node_mask)
+        return new, next_estimate(logits, est)
 
-    def batched_logits(adj, t, level):
+    def batched_logits(adj, t, level, est):
         """One denoiser call on the whole batch; each graph's draw then reads its row."""
         b = adj.shape[0]
         return denoise_fn(adj, node_mask, jnp.full((b,), t, jnp.int32),
-                          jnp.full((b,), level, jnp.float32))
+                          jnp.full((b,), level, jnp.float32), *(() if est is None else (est,)))
+
+    def next_estimate(logits, est):
+        return None if est is None else jax.nn.sigmoid(logits.astype(jnp.float32))
 
     def body_for(alg):
-        def body(adj, x):
-            new = step(*x[:1], adj, *x[1:], alg)
-            return new, (new if return_chain else None)
+        def body(carry, x):
+            new = step(*x[:1], carry, *x[1:], alg)
+            return new, (new[0] if return_chain else None)
         return body
 
-    adj0, steps = adj_T, []
+    carry = (adj_T, jnp.zeros(adj_T.shape, jnp.float32) if self_condition else None)
+    steps = []
     lo = 0
     while lo < n_scan:  # one scan per run of steps that share an algorithm
         hi = lo
         while hi < n_scan and algs[hi] == algs[lo]:
             hi += 1
-        adj0, chain = jax.lax.scan(body_for(algs[lo]), adj0,
-                                   jax.tree_util.tree_map(lambda a: a[lo:hi], xs))
+        carry, chain = jax.lax.scan(body_for(algs[lo]), carry,
+                                    jax.tree_util.tree_map(lambda a: a[lo:hi], xs))
         steps += [chain] if return_chain else []
         lo = hi
     if argmax_last:  # the step to level 0, taking the mode
         i, t, b_now, b_prev = (a[K - 1] for a in xs)
-        adj0 = step(i, adj0, t, b_now, b_prev, algs[K - 1], argmax=True)
-        steps.append(adj0[None])
+        carry = step(i, carry, t, b_now, b_prev, algs[K - 1], argmax=True)
+        steps.append(carry[0][None])
+    adj0, est = carry
     if final_pass:
-        if per_graph:
-            logits = batched_logits(adj0, 0, 0.0)
-            adj0 = draw(K, lambda kk, a, m, lg: denoised_draw(lambda *_: lg, kk, a, m, argmax_last),
-                        adj0, node_mask, logits)
+        if per_graph or self_condition:
+            logits = batched_logits(adj0, 0, 0.0, est)
+            last = lambda kk, a, m, lg: denoised_draw(lambda *_: lg, kk, a, m, argmax_last)
+            adj0 = (draw(K, last, adj0, node_mask, logits) if per_graph else
+                    last(jax.random.fold_in(key, K), adj0, node_mask, logits))
         else:
             adj0 = denoised_draw(denoise_fn, jax.random.fold_in(key, K), adj0, node_mask,
                                  argmax_last)
@@ -611,14 +651,16 @@ class BitFlipSampler(Sampler):
                                      self.algorithm, self.num_steps, self.return_chain,
                                      grid=self.grid, argmax_last=self.argmax_last,
                                      final_pass=self.final_pass, rho=self.process.prior_density,
-                                     levers=self.levers)
+                                     levers=self.levers,
+                                     self_condition=self.process.self_condition)
 
     @property
     def info(self) -> dict:
         return {"process": self.process.name, "num_steps": self.num_steps,
                 "algorithm": self.algorithm, "grid": self.grid,
                 "argmax_last": self.argmax_last, "final_pass": self.final_pass,
-                **self.levers.as_dict()}
+                **self.levers.as_dict(),
+                **({"self_condition": True} if self.process.self_condition else {})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -640,6 +682,11 @@ class BitFlipProcess(NoiseProcess):
         ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
       alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above: the sampler's
         default ``SamplerLevers`` (``levers``).
+      self_condition: the denoiser is self-conditioned (PPGN ``self_condition``, set from
+        ``config.model.ppgn.self_condition``): training runs it twice
+        (``training_loss``), the sampler feeds it its previous estimate
+        (``sample_graphs``). The ELBO and graph completion call it without an estimate
+        (zeros: the unconditioned mode it is also trained in).
     """
 
     schedule_name: str = "linear"
@@ -657,6 +704,7 @@ class BitFlipProcess(NoiseProcess):
     renoise_mix: float = 0.0
     logit_scale: float = 1.0
     logit_scale_above: float = 0.0
+    self_condition: bool = False
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
@@ -709,7 +757,8 @@ class BitFlipProcess(NoiseProcess):
     def loss(self, denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
              node_mask: jax.Array) -> LossOutput:
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
-                             self.continuous_time, self.prior_density, self.train_grid)
+                             self.continuous_time, self.prior_density, self.train_grid,
+                             self.self_condition)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
@@ -756,7 +805,9 @@ def from_config(config) -> BitFlipProcess:
                           alg2_below=float(s.get("alg2_below", 0.0)),
                           renoise_mix=float(s.get("renoise_mix", 0.0)),
                           logit_scale=float(s.get("logit_scale", 1.0)),
-                          logit_scale_above=float(s.get("logit_scale_above", 0.0)))
+                          logit_scale_above=float(s.get("logit_scale_above", 0.0)),
+                          self_condition=bool(config.model.name == "ppgn" and config.model.get(
+                              "ppgn", {}).get("self_condition", False)))
 
 
 PRIORS = ("uniform", "marginal")
