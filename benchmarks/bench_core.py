@@ -153,12 +153,13 @@ def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=Tr
             fn = compiled_sampler(model, sampler)
             t = timeit_detail(fn, params, keys, mask, warmup=warmup, repeat=repeat)
         else:
-            fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
+            fn = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
             run = jax.jit(lambda k, m: sampler(fn, k, m))
             t = timeit_detail(run, keys, mask, warmup=warmup, repeat=repeat)
     else:  # the same chain batched natively (one key for the whole batch)
         run = jax.jit(lambda p, k, m: bitflip.sample_graphs(
-            lambda a, m_, t_, s: model.apply(p, a, m_, t_, s), k, m, process.schedule, 2))
+            lambda a, m_, t_, s, *est: model.apply(p, a, m_, t_, s, *est), k, m,
+            process.schedule, 2, self_condition=process.self_condition))
         if params_as_arg:
             t = timeit_detail(run, params, jax.random.key(0), mask, warmup=warmup, repeat=repeat)
         else:

@@ -162,7 +162,7 @@ def full_sampling_seconds(model, params, num, N, steps, repeat=3):
     sampler = process.sampler(steps, algorithm=2)
     mask = jnp.asarray(node_mask_from_counts(np.full(num, N), N))
     keys = jax.random.split(jax.random.key(0), num)
-    fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
+    fn = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
     run = jax.jit(lambda k, m: sampler(fn, k, m))
     med, best = timeit(run, keys, mask, warmup=1, repeat=repeat)
     return med

@@ -13,6 +13,9 @@
 #      and Planar-60 PPGN 8x128 paper config 100 epochs, flat and leaf by leaf;
 #   F. C's one-run phase twice with JAX's persistent compilation cache
 #      (JAX_COMPILATION_CACHE_DIR, an empty folder): cold, then warm.
+# It ran once, at commit 9ffa962 (docs/benchmarks.md "Round 16"). The jitted init that
+# commit had was reverted after it (slower set-up on the H200); rerun now, "this code"
+# has eager init again.
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round16.sh OUT
 set -uo pipefail
 OUT=$1

@@ -81,8 +81,9 @@ def get_config():
     config.train.weight_decay = 0.0
     config.train.ema_decay = 0.0              # 0: no EMA (the paper)
     # True: inside a jitted chunk the steps update the parameters, the EMA and Adam's
-    # moments as one flat vector each (the same arithmetic in a few GPU kernels instead
-    # of several per parameter leaf); False: leaf by leaf. Checkpoints are the same.
+    # moments as one flat vector each (the same formulas in a few GPU kernels instead of
+    # several per parameter leaf; equal up to float rounding); False: leaf by leaf.
+    # Checkpoints are the same either way.
     config.train.flat_update = True
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10

@@ -9,10 +9,16 @@ those trees into one vector for the steps of a chunk, so that Adam, the EMA, the
 average over devices and the clipping norm run on one array each, and back into trees at
 the chunk's end. Outside a chunk (checkpoints, sampling, validation) nothing changes.
 
-Every step on the flat state is the per-leaf step's arithmetic, element for element:
-Adam's moments and the EMA are elementwise, the gradient is the same numbers laid end to
-end. Only a reduction over all parameters (the global norm of ``grad_clip``) may sum in
-another order.
+A step on the flat state uses the same formulas as the per-leaf step and agrees with it
+up to float rounding (XLA compiles the elementwise updates differently; a reduction over
+all parameters, such as the global norm of ``grad_clip`` or the gradient sum over
+devices, may sum in another order). That holds only for optimizers whose update is
+elementwise apart from global reductions: Adam and AdamW without a mask, with or without
+``clip_by_global_norm``, which is what ``training.make_optimizer`` builds. Transforms
+that work per leaf or read the tree's shapes (LAMB's per-leaf trust ratio, a weight-decay
+mask, ``clip_by_block_rms``, ``multi_transform``) would change their arithmetic or fail.
+The training loop therefore uses the flat state only with ``make_optimizer``'s
+optimizers (``make_train_chunk(..., flat=True)``).
 """
 from __future__ import annotations
 
@@ -39,8 +45,10 @@ class FlatLayout:
     @classmethod
     def of(cls, state) -> "FlatLayout | None":
         """The layout of ``state`` (a ``TrainState``, arrays or tracers, no seed axis), or
-        None where flat vectors would change the arithmetic: parameters of more than one
-        dtype (a common vector would promote them), or fewer than two leaves."""
+        None where it cannot be laid out flat: parameters of more than one dtype (a common
+        vector would promote them), a parameter-shaped optimizer part of another dtype or
+        shape, or fewer than two parameter leaves (nothing to gain). It cannot see what the
+        optimizer does with the vectors (module docstring)."""
         leaves, params_def = jax.tree_util.tree_flatten(state.params)
         if len(leaves) < 2 or len({jnp.result_type(x) for x in leaves}) != 1:
             return None

@@ -200,16 +200,17 @@ def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = Fals
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0,
                      on_step: Callable[[Any, Any], None] | None = None,
-                     weighted: bool = False, flat: bool = True) -> Callable:
+                     weighted: bool = False, flat: bool = False) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
     (optional) is a host function ``(step, loss)`` called after every step from the
     first device (``jax.debug.callback``), e.g. for a progress bar during a long
-    chunk; with None the compiled program has no callback. ``flat`` (the default): the
-    steps run on the state as flat vectors (``ddgjax.flat_state``: one array each for the
-    parameters, the EMA and Adam's moments, the same arithmetic in a few kernels); False:
-    leaf by leaf (``config.train.flat_update``).
+    chunk; with None the compiled program has no callback. ``flat``: the steps run on the
+    state as flat vectors (``ddgjax.flat_state``: one array each for the parameters, the
+    EMA and Adam's moments; the same formulas in a few kernels, equal up to float
+    rounding). Only for an optimizer of ``make_optimizer`` (the training loop passes
+    ``config.train.flat_update``); False (the default): leaf by leaf, for any ``tx``.
 
     Args of the returned function:
       state: replicated TrainState.
@@ -247,7 +248,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
                            ema_decay: float = 0.0,
                            on_step: Callable[[Any, Any], None] | None = None,
-                           flat: bool = True) -> Callable:
+                           flat: bool = False) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -473,6 +474,8 @@ class _Setup:
                                                        self.max_nodes, self.n_dev)
             self.steps_per_epoch = self.buckets.steps_per_epoch
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
+        # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
+        self.flat_update = bool(config.train.get("flat_update", True))
 
     def device_data(self):
         """The training split on the devices (replicated): one ``GraphBatch`` with the
@@ -619,7 +622,7 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
                                 setup.config.train.ema_decay,
                                 on_step=_progress_callback(bar, setup, where),
                                 weighted=setup.buckets is not None,
-                                flat=bool(setup.config.train.get("flat_update", True)))
+                                flat=setup.flat_update)
     if setup.buckets is not None and verbose and run.is_main:
         print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
@@ -661,7 +664,7 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                                       jnp.stack([r.base_key for r in runs]),
                                       setup.config.train.ema_decay,
                                       on_step=_progress_callback(bar, setup, where),
-                                      flat=bool(setup.config.train.get("flat_update", True)))
+                                      flat=setup.flat_update)
     stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)

@@ -49,9 +49,27 @@ def test_flatten_then_unflatten_is_the_state(kind):
     _leaves_equal(jax.jit(lambda s: layout.unflatten(layout.flatten(s), s))(state), state)
 
 
+@pytest.fixture
+def layouts(monkeypatch):
+    """Every ``FlatLayout.of`` result while the test runs: proves the flat path was taken."""
+    seen = []
+    real = FlatLayout.of.__func__
+
+    def spy(cls, state):
+        out = real(cls, state)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(FlatLayout, "of", classmethod(spy))
+    return seen
+
+
 def test_no_flat_layout_for_mixed_dtypes_or_one_leaf():
     cfg, model, process, tx, state, _ = tiny_setup("ppgn", "simple")
     assert FlatLayout.of(state) is not None
+    import optax
+    low = optax.adam(1e-3, mu_dtype=jnp.bfloat16)  # a moment of another dtype
+    assert FlatLayout.of(state.replace(opt_state=low.init(state.params))) is None
     leaves, treedef = jax.tree_util.tree_flatten(state.params)
     mixed = jax.tree_util.tree_unflatten(treedef, [leaves[0].astype(jnp.bfloat16)] + leaves[1:])
     assert FlatLayout.of(state.replace(params=mixed, ema_params=mixed)) is None
@@ -82,7 +100,7 @@ def _assert_same_training(model, data, flat_out, leaf_out):
 
 
 @pytest.mark.parametrize("kind", ["adam", "adamw_clip"])
-def test_flat_chunk_equals_leaf_by_leaf_chunk(kind):
+def test_flat_chunk_equals_leaf_by_leaf_chunk(kind, layouts):
     cfg, model, process, _, _, data = tiny_setup("ppgn", "simple")
     tx = _optimizer(cfg, kind)
     state = training.init_state(model, tx, jax.random.key(0), 20)
@@ -93,13 +111,14 @@ def test_flat_chunk_equals_leaf_by_leaf_chunk(kind):
                                                 0.9, flat=flat), state, data, idx, mesh)
             for flat in (True, False)]
     _assert_same_training(model, data, *outs)
+    assert layouts and all(x is not None for x in layouts)  # flat=True took the flat path
     # the optimizer state is a tree again, e.g. Adam's step count
     counts = [[x for x in jax.tree_util.tree_leaves(o[0].opt_state) if x.ndim == 0]
               for o in outs]
     assert [int(c) for c in counts[0]] == [int(c) for c in counts[1]]
 
 
-def test_flat_weighted_chunk_equals_leaf_by_leaf():
+def test_flat_weighted_chunk_equals_leaf_by_leaf(layouts):
     """The size-bucket chunk (one weight per step) on four devices."""
     cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
     mesh = make_mesh(jax.devices()[:4])
@@ -113,11 +132,13 @@ def test_flat_weighted_chunk_equals_leaf_by_leaf():
         outs.append(chunk(replicate(state, mesh), dev.adj, dev.node_mask,
                           put_global(idx, batch_sharded(mesh, 1)), replicate(weights, mesh)))
     _assert_same_training(model, data, *outs)
+    assert layouts and all(x is not None for x in layouts)
 
 
-def test_flat_seeds_chunk_equals_leaf_by_leaf():
+@pytest.mark.parametrize("num_devices", [1, 4])
+def test_flat_seeds_chunk_equals_leaf_by_leaf(num_devices, layouts):
     cfg, model, process, tx, _, data = tiny_setup("ppgn", "simple")
-    mesh = make_mesh(jax.devices()[:1])
+    mesh = make_mesh(jax.devices()[:num_devices])
     keys = jnp.stack([jax.random.key(11), jax.random.key(12)])
     states = [training.init_state(model, tx, jax.random.key(k), 20) for k in (3, 4)]
     stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *states)
@@ -131,3 +152,22 @@ def test_flat_seeds_chunk_equals_leaf_by_leaf():
         pick = lambda o: (jax.tree_util.tree_map(lambda a: np.asarray(a)[r], o[0]),
                           np.asarray(o[1])[:, r])
         _assert_same_training(model, data, pick(outs[0]), pick(outs[1]))
+    assert layouts and all(x is not None for x in layouts)
+
+
+@pytest.mark.parametrize("flat_update", [True, False])
+def test_the_training_loop_passes_config_flat_update_on(monkeypatch, tmp_path, flat_update):
+    from configs import test as test_config
+    asked = []
+    real = training.make_train_chunk
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("flat"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "make_train_chunk", spy)
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 1
+    cfg.train.flat_update = flat_update
+    training.train(cfg, str(tmp_path), verbose=False)
+    assert asked == [flat_update]

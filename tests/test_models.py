@@ -627,4 +627,3 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     assert pallas_launch.available() and "pallas_call" in program()
     monkeypatch.delenv("DDGJAX_PALLAS_INTERPRET")
     assert not pallas_launch.available() and "pallas_call" not in program()
-

@@ -105,24 +105,12 @@ def test_training_loss_runs_twice_and_feeds_half_the_graphs_the_first_estimate()
     adj_t = bitflip.q_sample(key_noise, jnp.asarray(adj), jnp.asarray(nm), bb)
     first = (2.0 * adj_t - 1.0) * (1.0 + bb[:, None, None])
     want = np.asarray(jax.nn.sigmoid(first)) * coins[:, None, None]
-    got = np.asarray(jax.jit(lambda k: _second_estimate(k, adj, nm, schedule))(keys))
+    got = np.asarray(jax.jit(lambda k: _second_estimate_for(
+        _recording_denoiser([]), k, jnp.asarray(adj), jnp.asarray(nm), schedule))(keys))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     # a graph's coin depends only on its own key
     np.testing.assert_array_equal(np.asarray(bitflip.self_condition_coins(keys[3:5])),
                                   coins[3:5])
-
-
-def _second_estimate(keys, adj, nm, schedule):
-    seen = []
-
-    def denoise(a, m, t, s, *est):
-        if est:
-            seen.append(est[0])
-        return (2.0 * a - 1.0) * (1.0 + s[:, None, None]) + (est[0] if est else 0.0)
-
-    bitflip.training_loss(denoise, keys, jnp.asarray(adj), jnp.asarray(nm), schedule,
-                          self_condition=True)
-    return seen[0]
 
 
 def test_training_loss_has_no_gradient_through_the_first_pass():
@@ -195,6 +183,18 @@ def test_sampler_feeds_each_call_the_previous_estimate(per_graph):
         _switch_denoiser(), key, nm, schedule, algorithm=2, num_steps=1,
         argmax_last=True, final_pass=True, self_condition=True))
     np.testing.assert_array_equal(with_final.astype(bool), real)  # the final pass sees it too
+
+
+def test_sampler_chain_with_self_condition_ends_in_the_sample():
+    schedule = make_schedule("linear", T)
+    _, nm = random_batch(2, [N, N - 2], N)
+    keys = jax.random.split(jax.random.key(3), 2)
+    out, chain = bitflip.sample_graphs(_switch_denoiser(), keys, jnp.asarray(nm), schedule,
+                                       algorithm=2, num_steps=3, return_chain=True,
+                                       argmax_last=True, self_condition=True)
+    assert chain.shape == (4, 2, N, N)
+    np.testing.assert_array_equal(np.asarray(chain[-1]), np.asarray(out))
+    assert np.asarray(out).sum() > 0  # the estimate reached the later calls
 
 
 def test_config_checks_and_resume_refusal():

@@ -615,7 +615,7 @@ def sample_graphs_vmapped(denoise_fn: DenoiseFn, keys: jax.Array, node_mask: jax
     A graph's sample therefore does not depend on which other graphs share its
     batch, so sampling in chunks reproduces sampling all at once. ``grid_options``
     are ``sample_graphs``'s keyword options (``grid``, ``argmax_last``, ``final_pass``,
-    ``rho``, ``levers`` and single levers such as ``logit_scale``).
+    ``rho``, ``levers``, ``self_condition`` and single levers such as ``logit_scale``).
 
     Args:
       keys: ``[B]`` typed PRNG keys; node_mask: ``[B, N]`` bool.
@@ -685,8 +685,9 @@ class BitFlipProcess(NoiseProcess):
       self_condition: the denoiser is self-conditioned (PPGN ``self_condition``, set from
         ``config.model.ppgn.self_condition``): training runs it twice
         (``training_loss``), the sampler feeds it its previous estimate
-        (``sample_graphs``). The ELBO and graph completion call it without an estimate
-        (zeros: the unconditioned mode it is also trained in).
+        (``sample_graphs``). The ELBO, graph completion and the per-level diagnostics
+        (``ddgjax.level_diagnostics``) call it without an estimate (zeros: the
+        unconditioned mode it is also trained in), so they score that mode.
     """
 
     schedule_name: str = "linear"
