@@ -15,7 +15,16 @@ training loop (docs/benchmarks.md, round 16). This script runs the same set-up a
   ddgjax lines that asked for it (the three innermost ddgjax frames);
 * ``device``, ``jax``.
 
-The backend is started before the timings (as ``seeds_speed.py`` does).
+The backend is started before the timings (as ``seeds_speed.py`` does). ``--init``
+swaps how the parameters are initialised, for a comparison in fresh processes (one
+variant per process, so each compiles cold; values are those of eager init on the CPU,
+tests/test_models.py does not pin the others on a GPU):
+
+* ``eager`` (what ddgjax does): ``model.init`` op by op on the default device;
+* ``jit``: one jitted ``lazy_init`` (the initializers only, no forward pass);
+* ``cpu``: eager ``model.init`` on the CPU backend, then the parameters moved over.
+
+    for v in eager jit cpu; do python benchmarks/setup_profile.py --init $v --out setup_$v.json; done
 """
 import argparse
 import collections
@@ -58,12 +67,35 @@ def record_compiles(log: list):
     return True
 
 
+def use_init(variant: str) -> None:
+    """Make ``training.init_state`` initialise parameters the ``variant`` way."""
+    if variant == "eager":
+        return
+    from ddgjax import models
+    from ddgjax.models import _dummy_inputs
+
+    def jit_init(model, key, max_nodes):
+        shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in _dummy_inputs(max_nodes)]
+        return jax.jit(lambda k: model.lazy_init(k, *shapes))(key)
+
+    def cpu_init(model, key, max_nodes):
+        cpu = jax.devices("cpu")[0]
+        with jax.default_device(cpu):
+            params = models.init_params(model, jax.device_put(key, cpu), max_nodes)
+        return jax.device_put(params, jax.devices()[0])
+
+    training.init_params = {"jit": jit_init, "cpu": cpu_init}[variant]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="ego_small_ppgn_simple",
                     help="bundled config name or FILE[:ARG] (default: ego_small_ppgn_simple)")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
+    ap.add_argument("--init", choices=("eager", "jit", "cpu"), default="eager",
+                    help="how to initialise the parameters (module docstring)")
     args = ap.parse_args()
+    use_init(args.init)
     jax.numpy.zeros(1).block_until_ready()
     log: list = []
     hooked = record_compiles(log)
@@ -92,7 +124,8 @@ def main():
         groups[where][0] += 1
         groups[where][1] += dt
     dev = jax.devices()[0]
-    result = {"config": args.config, "device": f"{len(jax.devices())} x {dev.device_kind}",
+    result = {"config": args.config, "init": args.init,
+              "device": f"{len(jax.devices())} x {dev.device_kind}",
               "jax": jax.__version__, "parts_s": parts, "total_s": sum(parts.values()),
               "compiles_recorded": hooked, "num_compiles": len(log),
               "compile_s": sum(dt for dt, _ in log),
