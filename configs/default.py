@@ -36,13 +36,16 @@ def get_config():
     # self_condition: one more input channel, the model's own earlier estimate of A_0
     # (self-conditioning: training feeds its first-pass estimate to half the graphs, the
     # sampler the previous step's; discrete diffusion only; False: none).
+    # dropout: p > 0 drops entries of every block's output with probability p in training
+    # (0: none, the paper's).
     # remat: recompute each block in the backward pass (less memory at large N).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,
-                                                       self_condition=False, remat=False,
+                                                       self_condition=False, dropout=0.0,
+                                                       remat=False,
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))

@@ -122,6 +122,11 @@ def validate_config(config) -> None:
                 raise ConfigError(f"config.model.ppgn.{key}: only with a process that "
                                   "denoises a 0/1 graph (the discrete one, not the Gaussian "
                                   "baseline)")
+    dropout = float(config.model.get("ppgn", {}).get("dropout", 0.0))
+    if not 0.0 <= dropout < 1.0:
+        raise ConfigError(f"config.model.ppgn.dropout: expected a value in [0, 1), got {dropout}")
+    if dropout > 0.0 and config.model.name != "ppgn":
+        raise ConfigError("config.model.ppgn.dropout: only for PPGN (config.model.name)")
     if config.model.get("ppgn", {}).get("self_condition", False):
         from ddgjax.processes import binary_denoiser_input
         if config.model.name != "ppgn" or not binary_denoiser_input(config):

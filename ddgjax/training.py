@@ -131,6 +131,10 @@ def ema_update(ema_params, params, decay: float):
     return jax.tree_util.tree_map(lambda e, p: decay * e + (1 - decay) * p, ema_params, params)
 
 
+# fold_in stream of a step's key for its dropout masks (the graphs' keys fold in indices)
+DROPOUT_STREAM = 0x7FFFFFF1  # far above any graph slot index
+
+
 def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
                 on_step: Callable[[Any, Any], None] | None = None,
                 layout: FlatLayout | None = None) -> Callable:
@@ -148,9 +152,16 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
         step_key = jax.random.fold_in(base_key, state.step)
         keys = graph_keys(step_key, first, local_b)
 
+        # dropout (PPGN ``dropout > 0``): masks from this step's key and this device
+        train_mode = {}
+        if getattr(model, "dropout", 0.0) > 0.0:
+            drop_key = jax.random.fold_in(jax.random.fold_in(step_key, DROPOUT_STREAM),
+                                          jax.lax.axis_index(AXIS))
+            train_mode = {"deterministic": False, "rngs": {"dropout": drop_key}}
+
         def summed(params):
             tree = params if layout is None else layout.params(params)
-            denoise = lambda a, m, t, s, *est: model.apply(tree, a, m, t, s, *est)
+            denoise = lambda a, m, t, s, *est: model.apply(tree, a, m, t, s, *est, **train_mode)
             out = process.loss(denoise, keys, adj0, mask)
             return out.per_graph.sum(), out.num_pairs.sum()
 

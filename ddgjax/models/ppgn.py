@@ -364,6 +364,10 @@ class PPGN(nn.Module):
         ``x0_estimate`` call argument, zeros when it is None. Training feeds the model's
         first-pass estimate to half of the graphs, the sampler the previous step's
         (``ddgjax.processes.bitflip``). False (the paper's): no such channel.
+      dropout: ``p > 0`` drops each channel entry of every block's output with
+        probability ``p`` (inverted dropout) when called with ``deterministic=False`` and a
+        ``"dropout"`` rng, as training does; every other call is deterministic. 0 (the
+        paper's): none.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -378,6 +382,7 @@ class PPGN(nn.Module):
         (and of channel 3 on a log scale with ``noise_features="log"``).
       x0_estimate: optional ``[B, N, N]`` probabilities in [0, 1], only with
         ``self_condition`` (None: zeros). Read on the real off-diagonal pairs only.
+      deterministic: keyword only; False applies ``dropout`` (needs a ``"dropout"`` rng).
 
     Returns:
       ``float32[B, N, N]`` logits of ``p(A_0[i,j] = 1 | A_t)``: symmetric, zero on the
@@ -391,14 +396,19 @@ class PPGN(nn.Module):
     walk_features: int = 0
     spectral_features: int = 0
     self_condition: bool = False
+    dropout: float = 0.0
     remat: bool = False
     fused: bool = False
     pallas: bool = False
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None):
+    def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None, *,
+                 deterministic: bool = True):
         adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
         del t_index
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"config.model.ppgn.dropout: expected a value in [0, 1), got "
+                             f"{self.dropout}")
         if x0_estimate is not None and not self.self_condition:
             raise ValueError("x0_estimate given to a PPGN built without self_condition "
                              "(config.model.ppgn.self_condition)")
@@ -430,6 +440,8 @@ class PPGN(nn.Module):
         block = nn.remat(block_cls) if self.remat else block_cls
         for k in range(self.num_blocks):
             x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(x, sq, inv_sqrt_n)
+            if self.dropout > 0.0:
+                x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
             outs.append(x)
         # Dense(C_0 + d*h -> h) on the concatenation of input (C_0 channels) and block outputs.
         z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
