@@ -194,16 +194,16 @@ def unpack_field(packed_field: Mapping, layout: Mapping, name: str, like: Any,
         raise CheckpointError(f"{what} does not fit this config: its {name} tree has another "
                               f"structure ({saved_nodes} nodes, the config's {_node_count(like)}; "
                               "e.g. another optimizer)")
+    leaf_sizes = [int(np.prod(shape, dtype=np.int64)) for _, shape, _ in saved]
     sizes = {}
-    for _, shape, dt in saved:
-        sizes[dt] = sizes.get(dt, 0) + int(np.prod(shape, dtype=np.int64))
+    for (_, _, dt), size in zip(saved, leaf_sizes):
+        sizes[dt] = sizes.get(dt, 0) + size
     arrays = {dt: np.asarray(v).reshape(-1) for dt, v in packed_field.items()}
     if sizes != {dt: a.size for dt, a in arrays.items()}:
         raise _CorruptLayout(f"the packed arrays of {name} do not match its layout")
     offsets = dict.fromkeys(arrays, 0)
     leaves = []
-    for (_, shape, dt), (_, _, want_dt) in zip(saved, want):
-        size = int(np.prod(shape, dtype=np.int64))
+    for (_, shape, dt), (_, _, want_dt), size in zip(saved, want, leaf_sizes):
         leaf = arrays[dt][offsets[dt]:offsets[dt] + size].reshape(shape)
         leaves.append(leaf.astype(want_dt, copy=False))   # as Orbax casts to a target
         offsets[dt] += size

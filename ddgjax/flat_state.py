@@ -67,10 +67,9 @@ class FlatLayout:
         return jax.tree_util.tree_structure(x) == self.params_def
 
     def _param_shaped(self, tree) -> list:
-        found = []
-        jax.tree_util.tree_map(lambda x: found.append(x) if self._is_params(x) else None,
-                               tree, is_leaf=self._is_params)
-        return found
+        """The subtrees of ``tree`` with the parameters' structure."""
+        return [x for x in jax.tree_util.tree_leaves(tree, is_leaf=self._is_params)
+                if self._is_params(x)]
 
     def _map(self, fn, tree):
         """``tree`` with every parameter-shaped subtree ``s`` replaced by ``fn(s)``."""

@@ -9,7 +9,6 @@ from ddgjax import training
 from ddgjax.configuration import ConfigError, validate_config
 from ddgjax.models import build_model
 from ddgjax.parallel import make_mesh
-from ddgjax.workdir import run_differences
 from helpers import random_batch
 from test_models import noise_inputs, random_params
 from test_training import run_chunk, tiny_setup
@@ -56,7 +55,7 @@ def test_training_steps_use_dropout_reproducibly():
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-def test_dropout_config_checks_and_resume_refusal():
+def test_dropout_config_checks():  # resume refusal: tests/test_faults.py
     cfg = test_config.get_config()
     cfg.model.ppgn.dropout = 0.1
     validate_config(cfg)
@@ -69,7 +68,3 @@ def test_dropout_config_checks_and_resume_refusal():
     edp.model.name = "edp"
     with pytest.raises(ConfigError, match="dropout"):
         validate_config(edp)
-    old = test_config.get_config().to_dict()
-    del old["model"]["ppgn"]["dropout"]  # a run recorded before the option
-    assert any("model.ppgn.dropout" in d for d in run_differences(old, {}, cfg, {}))
-    assert not run_differences(old, {}, test_config.get_config(), {})

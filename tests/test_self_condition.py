@@ -10,7 +10,6 @@ from ddgjax.configuration import ConfigError, validate_config
 from ddgjax.models import build_model
 from ddgjax.processes import bitflip
 from ddgjax.processes.flip_schedules import make_schedule
-from ddgjax.workdir import run_differences
 from helpers import random_batch
 from test_models import noise_inputs, pad_to, random_params
 
@@ -197,7 +196,7 @@ def test_sampler_chain_with_self_condition_ends_in_the_sample():
     assert np.asarray(out).sum() > 0  # the estimate reached the later calls
 
 
-def test_config_checks_and_resume_refusal():
+def test_config_checks():  # resume refusal: tests/test_faults.py
     cfg = test_config.get_config()
     cfg.model.ppgn.self_condition = True
     validate_config(cfg)
@@ -211,11 +210,6 @@ def test_config_checks_and_resume_refusal():
     gauss.diffusion.kind = "gaussian"
     with pytest.raises(ConfigError, match="self_condition"):
         validate_config(gauss)
-    old = test_config.get_config().to_dict()
-    del old["model"]["ppgn"]["self_condition"]  # a run recorded before the option
-    diffs = run_differences(old, {}, cfg, {})
-    assert any("model.ppgn.self_condition" in d for d in diffs)
-    assert not run_differences(old, {}, test_config.get_config(), {})
 
 
 def test_self_conditioned_training_and_sampling_end_to_end(tmp_path):
