@@ -29,6 +29,11 @@ the config's interval would leave fewer than two jitted calls, so that a steady-
 call exists; ``--checkpoint_every N`` sets the interval. Seed 0 of (b) is checked
 against (a) (best training loss, to float tolerance). ``--option KEY=VALUE`` overrides
 the config (e.g. ``train.flat_update=false``), in both phases.
+
+``--profile``: each phase runs under ``jax.profiler`` and its record gains ``profile``:
+the device time and the number of kernels per training step over the whole phase
+(set-up, compile and saves included, so use it with a short ``--epochs``), and the 40
+kernels with the most device time, per step (``profile_ppgn.device_kernel_times``).
 """
 import argparse
 import json
@@ -64,9 +69,24 @@ def phase(summary: dict, total_s: float, num_epochs: int, ckpt_every: int) -> di
             "epochs": summary["epochs"], "devices": summary["devices"]}
 
 
+def kernel_profile(trace_dir: str, steps: int) -> dict:
+    """Device kernels of a traced phase, per training step (see ``--profile``)."""
+    from profile_ppgn import device_kernel_times
+    totals, lines = device_kernel_times(trace_dir)
+    rows = sorted(({"name": k, "us_per_step": 1e-3 * ns / steps, "count_per_step": n / steps}
+                   for k, (ns, n) in totals.items()), key=lambda r: -r["us_per_step"])
+    return {"steps": steps, "device_ms_per_step": sum(r["us_per_step"] for r in rows) / 1e3,
+            "kernels_per_step": sum(r["count_per_step"] for r in rows),
+            "lines": lines, "top_kernels": rows[:40]}
+
+
 def run_phase(args, cfg, epochs: int, ckpt_every: int, root: str) -> dict:
     """One phase in this process: ``single`` (a) or ``multi`` (b)."""
     jax.numpy.zeros(1).block_until_ready()  # start the backend outside the timings
+    trace = None
+    if args.profile:
+        trace = tempfile.mkdtemp(prefix="seeds-trace-")
+        jax.profiler.start_trace(trace)
     t0 = time.time()
     if args.phase == "single":
         cfg.train.seed = 0
@@ -79,6 +99,10 @@ def run_phase(args, cfg, epochs: int, ckpt_every: int, root: str) -> dict:
                                        list(range(args.seeds)), verbose=False, restart=True)
         out = phase(summary, time.time() - t0, epochs, ckpt_every)
         out["best_loss_by_seed"] = [r["best_loss"] for r in summary["runs"]]
+    if trace is not None:
+        jax.profiler.stop_trace()
+        out["profile"] = kernel_profile(trace, out["steps"])
+        shutil.rmtree(trace, ignore_errors=True)
     return out
 
 
@@ -96,6 +120,8 @@ def main():
     ap.add_argument("--keep", default="", help="keep the workdirs under this directory")
     ap.add_argument("--option", action="append", default=[],
                     help="config override KEY=VALUE (e.g. train.flat_update=false), repeatable")
+    ap.add_argument("--profile", action="store_true",
+                    help="run each phase under jax.profiler (module docstring)")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
     ap.add_argument("--phase", choices=("single", "multi"), help=argparse.SUPPRESS)
     ap.add_argument("--phase_out", help=argparse.SUPPRESS)
@@ -135,6 +161,7 @@ def main():
                    out_json, "--config", args.config, "--seeds", str(args.seeds),
                    "--epochs", str(args.epochs), "--checkpoint_every", str(args.checkpoint_every),
                    "--keep", root] + [f"--option={o}" for o in args.option]
+            cmd += ["--profile"] if args.profile else []
             t0 = time.time()
             subprocess.run(cmd, check=True)
             with open(out_json) as f:

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Round 17 (issue 12), one GPU: where the small models' set-up, compile and five-seed steps
+# go, and two cheap levers against them.
+#   S. benchmarks/setup_profile.py --init eager|jit|cpu: the set-up before the first step
+#      and every XLA compile in it, three ways of initialising the parameters;
+#   P. benchmarks/seeds_speed.py --profile --epochs 300 (one run, then 5 seeds in one
+#      program) under jax.profiler: device time and kernels per step;
+#   T. on a machine of two or more GPUs: the Planar-60 paper config (float32, batch 64),
+#      450 epochs in 3 jitted calls, on one GPU then on two (benchmarks/epoch_times.py:
+#      the whole loop, saves included, and the jitted calls alone), as round 13 measured
+#      it before the packed asynchronous checkpoints;
+#   C. the one-run phase of the Ego-small paper config twice with JAX's persistent
+#      compilation cache (an empty folder; every compile cached, however short): cold,
+#      then warm;
+#   G. seeds_speed.py --epochs 1000, both phases, as it is and with XLA's command buffers
+#      (CUDA graphs) extended to loops and conditionals
+#      (--xla_gpu_enable_command_buffer=...,WHILE,CONDITIONAL).
+# Every step but T runs on GPU 0 alone (CUDA_VISIBLE_DEVICES=0).
+# Usage: HARD_SECONDS=560 bash benchmarks/speed_round17.sh OUT
+set -uo pipefail
+OUT=$1
+source "$(dirname "$0")/gpu_call_common.sh"
+HARD=${HARD_SECONDS:-560}
+left() { echo $(( HARD - $(elapsed) )); }
+step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS are left
+  local name=$1 min=$2 max=$3; shift 3
+  local l=$(left); [ $l -lt $min ] && { echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; }
+  timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
+  echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+}
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+export CUDA_VISIBLE_DEVICES=0
+for v in eager jit cpu; do
+  step setup_$v 20 60 python benchmarks/setup_profile.py --init $v --out "$OUT/res/setup_$v.json"
+done
+step seeds_profile 60 150 python benchmarks/seeds_speed.py --seeds 5 --epochs 300 --profile \
+  --out "$OUT/res/seeds_profile.json"
+if [ "$ngpu" -ge 2 ]; then
+  for vis in 0 0,1; do
+    CUDA_VISIBLE_DEVICES=$vis step two_gpus_${vis/,/_} 60 150 python benchmarks/epoch_times.py \
+      --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
+  done
+fi
+rm -rf /tmp/ddgjax_jcache
+for k in cold warm; do
+  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
+    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
+done
+step seeds_1000_default 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
+  --out "$OUT/res/seeds_1000_default.json"
+XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL" \
+  step seeds_1000_cmdbuf 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
+  --out "$OUT/res/seeds_1000_cmdbuf.json"
+pack_results
