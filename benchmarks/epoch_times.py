@@ -3,7 +3,8 @@
     python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
 
 The run is ``--chunks`` jitted calls (checkpoint boundaries) of ``epochs / chunks``
-epochs. ``ms_per_step`` is the steady state of the whole loop after the first call
+epochs. ``--progress`` trains as the CLI does, with its progress bar (a host callback in
+every step, written to stderr); without it, quietly (``verbose=False``). ``ms_per_step`` is the steady state of the whole loop after the first call
 (checkpoint saves and their final wait included); ``chunk_ms_per_step`` only the time
 in the jitted calls after the first (the training steps themselves).
 
@@ -39,6 +40,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--chunks", type=int, default=2,
                     help="jitted calls (checkpoint boundaries) per run; the first compiles")
+    ap.add_argument("--progress", action="store_true",
+                    help="train with the progress bar, as the CLI does (module docstring)")
     ap.add_argument("--option", action="append", default=[],
                     help="config override KEY=VALUE (e.g. model.ppgn.fused=true), repeatable")
     args = ap.parse_args()
@@ -55,7 +58,7 @@ def main():
         cfg.train.checkpoint_every_epochs = per_chunk
         wd = tempfile.mkdtemp()
         t0 = time.time()
-        s = training.train(cfg, wd, verbose=False)
+        s = training.train(cfg, wd, verbose=args.progress)
         # the first chunk includes compilation; the second is steady state
         steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs - per_chunk)
         steady_steps = (args.epochs - per_chunk) * s["steps_per_epoch"]
@@ -67,7 +70,8 @@ def main():
                      "ms_per_step": 1e3 * steady / s["steps_per_epoch"],
                      "chunk_ms_per_step": 1e3 * (s["chunk_seconds"] - s["first_call_seconds"])
                      / steady_steps,
-                     "checkpoint_s": s["checkpoint_seconds"], "chunks": args.chunks})
+                     "checkpoint_s": s["checkpoint_seconds"], "chunks": args.chunks,
+                     "progress": args.progress})
         print(rows[-1], flush=True)
         shutil.rmtree(wd)
     if args.out:

@@ -15,6 +15,8 @@
 #   G. seeds_speed.py --epochs 1000, both phases, as it is and with XLA's command buffers
 #      (CUDA graphs) extended to loops and conditionals
 #      (--xla_gpu_enable_command_buffer=...,WHILE,CONDITIONAL).
+#   B. the Ego-small paper config, 1000 epochs in 2 jitted calls (epoch_times.py), quiet
+#      and with the CLI's progress bar (a host callback in every step).
 # Every step but T runs on GPU 0 alone (CUDA_VISIBLE_DEVICES=0).
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round17.sh OUT
 set -uo pipefail
@@ -41,6 +43,10 @@ if [ "$ngpu" -ge 2 ]; then
       --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
   done
 fi
+for v in quiet progress; do
+  step bar_$v 30 60 python benchmarks/epoch_times.py --epochs 1000 $([ $v = progress ] && echo --progress) \
+    --out "$OUT/res/bar_$v.json" configs/paper.py:ego_small,ppgn,simple
+done
 rm -rf /tmp/ddgjax_jcache
 for k in cold warm; do
   JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
