@@ -12,8 +12,9 @@
 #   C. the one-run phase of the Ego-small paper config twice with JAX's persistent
 #      compilation cache (an empty folder; every compile cached, however short): cold,
 #      then warm;
-#   G. seeds_speed.py --epochs 1000, both phases, as it is and with XLA's command buffers
-#      (CUDA graphs) extended to loops and conditionals
+#   G. seeds_speed.py --epochs 1000, both phases: as it is; with 4 and 12 training steps
+#      per loop iteration (train.scan_unroll); and with XLA's command buffers (CUDA
+#      graphs) extended to loops and conditionals
 #      (--xla_gpu_enable_command_buffer=...,WHILE,CONDITIONAL).
 #   B. the Ego-small paper config, 1000 epochs in 2 jitted calls (epoch_times.py), quiet
 #      and with the CLI's progress bar (a host callback in every step).
@@ -55,6 +56,10 @@ for k in cold warm; do
 done
 step seeds_1000_default 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
   --out "$OUT/res/seeds_1000_default.json"
+for u in 4 12; do
+  step seeds_1000_unroll$u 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
+    --option train.scan_unroll=$u --out "$OUT/res/seeds_1000_unroll$u.json"
+done
 XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL" \
   step seeds_1000_cmdbuf 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
   --out "$OUT/res/seeds_1000_cmdbuf.json"

@@ -193,25 +193,27 @@ def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
                                  out_specs=(P(), P()), check_vma=False))
 
 
-def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False):
-    """``lax.scan(make_step(layout), state, xs)``: with ``flat`` (and a state that allows it,
-    ``FlatLayout.of``) on the flat state, turned back into trees at the end, else leaf by
-    leaf (``layout=None``). ``stacked``: the leaves carry a leading run axis ``[R, ...]``."""
+def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False,
+                unroll: int = 1):
+    """``lax.scan(make_step(layout), state, xs, unroll=unroll)``: with ``flat`` (and a state
+    that allows it, ``FlatLayout.of``) on the flat state, turned back into trees at the
+    end, else leaf by leaf (``layout=None``). ``stacked``: the leaves carry a leading run
+    axis ``[R, ...]``."""
     one = jax.tree_util.tree_map(lambda x: x[0], state) if stacked else state
     layout = FlatLayout.of(one) if flat else None
     if layout is None:
-        return jax.lax.scan(make_step(None), state, xs)
+        return jax.lax.scan(make_step(None), state, xs, unroll=unroll)
     to_flat, from_flat = layout.flatten, lambda f: layout.unflatten(f, one)
     if stacked:
         to_flat, from_flat = jax.vmap(to_flat), jax.vmap(from_flat)
-    flat_state, out = jax.lax.scan(make_step(layout), to_flat(state), xs)
+    flat_state, out = jax.lax.scan(make_step(layout), to_flat(state), xs, unroll=unroll)
     return from_flat(flat_state), out
 
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0,
                      on_step: Callable[[Any, Any], None] | None = None,
-                     weighted: bool = False, flat: bool = False) -> Callable:
+                     weighted: bool = False, flat: bool = False, unroll: int = 1) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
@@ -222,6 +224,8 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
     EMA and Adam's moments; the same formulas in a few kernels, equal up to float
     rounding). Only for an optimizer of ``make_optimizer`` (the training loop passes
     ``config.train.flat_update``); False (the default): leaf by leaf, for any ``tx``.
+    ``unroll``: steps per iteration of the loop over the chunk's steps
+    (``config.train.scan_unroll``; the same steps, fewer loop iterations).
 
     Args of the returned function:
       state: replicated TrainState.
@@ -243,7 +247,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
             def make_step(layout):
                 one_step = step_for(layout)
                 return lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1])
-            return _scan_steps(make_step, state, (batch_idx, step_weight), flat)
+            return _scan_steps(make_step, state, (batch_idx, step_weight), flat, unroll=unroll)
 
         return _sharded(per_device, mesh, P(None, AXIS), (P(),))
 
@@ -251,7 +255,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
         def make_step(layout):
             one_step = step_for(layout)
             return lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key)
-        return _scan_steps(make_step, state, batch_idx, flat)
+        return _scan_steps(make_step, state, batch_idx, flat, unroll=unroll)
 
     return _sharded(per_device, mesh, P(None, AXIS))
 
@@ -259,7 +263,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
                            ema_decay: float = 0.0,
                            on_step: Callable[[Any, Any], None] | None = None,
-                           flat: bool = False) -> Callable:
+                           flat: bool = False, unroll: int = 1) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -273,7 +277,7 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
     ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``on_step`` (optional)
     is a host function ``(step, mean loss over the runs)`` called after every step, as
-    for ``make_train_chunk``; ``flat`` as there (flat vectors ``[R, P]``).
+    for ``make_train_chunk``; ``flat`` as there (flat vectors ``[R, P]``), and ``unroll``.
     """
 
     def per_device(states, data_adj, data_mask, batch_idx):
@@ -290,7 +294,7 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
                 return st, loss
             return body
 
-        return _scan_steps(make_step, states, batch_idx, flat, stacked=True)
+        return _scan_steps(make_step, states, batch_idx, flat, stacked=True, unroll=unroll)
 
     return _sharded(per_device, mesh, P(None, None, AXIS))
 
@@ -487,6 +491,7 @@ class _Setup:
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
         # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
         self.flat_update = bool(config.train.get("flat_update", True))
+        self.scan_unroll = int(config.train.get("scan_unroll", 1))
 
     def device_data(self):
         """The training split on the devices (replicated): one ``GraphBatch`` with the
@@ -633,7 +638,7 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
                                 setup.config.train.ema_decay,
                                 on_step=_progress_callback(bar, setup, where),
                                 weighted=setup.buckets is not None,
-                                flat=setup.flat_update)
+                                flat=setup.flat_update, unroll=setup.scan_unroll)
     if setup.buckets is not None and verbose and run.is_main:
         print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
@@ -675,7 +680,7 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                                       jnp.stack([r.base_key for r in runs]),
                                       setup.config.train.ema_decay,
                                       on_step=_progress_callback(bar, setup, where),
-                                      flat=setup.flat_update)
+                                      flat=setup.flat_update, unroll=setup.scan_unroll)
     stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)

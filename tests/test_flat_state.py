@@ -171,3 +171,59 @@ def test_the_training_loop_passes_config_flat_update_on(monkeypatch, tmp_path, f
     cfg.train.flat_update = flat_update
     training.train(cfg, str(tmp_path), verbose=False)
     assert asked == [flat_update]
+
+
+@pytest.mark.parametrize("flat", [True, False])
+def test_unrolled_chunks_train_the_same_steps(flat, monkeypatch):
+    """``train.scan_unroll``: 3 steps per loop iteration over 5 steps (a remainder) train
+    what one step per iteration does, for one run and for two seeds in one program."""
+    unrolls, real_scan = [], jax.lax.scan
+
+    def scan_spy(*args, **kwargs):
+        unrolls.append(kwargs.get("unroll", 1))
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(jax.lax, "scan", scan_spy)
+    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
+    mesh = make_mesh(jax.devices()[:1])
+    rng = np.random.default_rng(3)
+    idx = np.stack([rng.permutation(8) for _ in range(5)]).astype(np.int32)
+    outs = [run_chunk(training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
+                                                0.9, flat=flat, unroll=u), state, data, idx, mesh)
+            for u in (3, 1)]
+    _assert_same_training(model, data, *outs)
+    keys = jnp.stack([jax.random.key(11), jax.random.key(12)])
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), state, state)
+    dev = replicate(input_pipeline.device_copy(data), mesh)
+    idx2 = np.stack([idx, idx[::-1]], axis=1)                              # [S, R, B]
+    outs = [training.make_train_chunk_seeds(model, tx, process, mesh, keys, 0.9, flat=flat,
+                                            unroll=u)(
+                replicate(stacked, mesh), dev.adj, dev.node_mask,
+                put_global(idx2, batch_sharded(mesh, 2)))
+            for u in (3, 1)]
+    for r in range(2):
+        pick = lambda o: (jax.tree_util.tree_map(lambda a: np.asarray(a)[r], o[0]),
+                          np.asarray(o[1])[:, r])
+        _assert_same_training(model, data, pick(outs[0]), pick(outs[1]))
+    assert unrolls.count(3) == 2 and unrolls.count(1) >= 2  # the chunks' loops took it
+
+
+def test_the_training_loop_passes_config_scan_unroll_on(monkeypatch, tmp_path):
+    from configs import test as test_config
+    asked = []
+    real = training.make_train_chunk
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs.get("unroll"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "make_train_chunk", spy)
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 1
+    cfg.train.scan_unroll = 4
+    training.train(cfg, str(tmp_path), verbose=False)
+    assert asked == [4]
+    cfg.train.scan_unroll = 0
+    from ddgjax.configuration import ConfigError
+    with pytest.raises(ConfigError, match="train.scan_unroll"):
+        training.train(cfg, str(tmp_path / "bad"), verbose=False)
