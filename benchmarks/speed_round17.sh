@@ -38,22 +38,6 @@ for v in eager jit cpu; do
 done
 step seeds_profile 60 150 python benchmarks/seeds_speed.py --seeds 5 --epochs 300 --profile \
   --out "$OUT/res/seeds_profile.json"
-if [ "$ngpu" -ge 2 ]; then
-  for vis in 0 0,1; do
-    CUDA_VISIBLE_DEVICES=$vis step two_gpus_${vis/,/_} 60 150 python benchmarks/epoch_times.py \
-      --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
-  done
-fi
-for v in quiet progress; do
-  step bar_$v 30 60 python benchmarks/epoch_times.py --epochs 1000 $([ $v = progress ] && echo --progress) \
-    --out "$OUT/res/bar_$v.json" configs/paper.py:ego_small,ppgn,simple
-done
-rm -rf /tmp/ddgjax_jcache
-for k in cold warm; do
-  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
-    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
-done
 step seeds_1000_default 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
   --out "$OUT/res/seeds_1000_default.json"
 for u in 4 12; do
@@ -63,4 +47,20 @@ done
 XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,WHILE,CONDITIONAL" \
   step seeds_1000_cmdbuf 50 120 python benchmarks/seeds_speed.py --seeds 5 --epochs 1000 \
   --out "$OUT/res/seeds_1000_cmdbuf.json"
+for v in quiet progress; do
+  step bar_$v 30 60 python benchmarks/epoch_times.py --epochs 1000 $([ $v = progress ] && echo --progress) \
+    --out "$OUT/res/bar_$v.json" configs/paper.py:ego_small,ppgn,simple
+done
+if [ "$ngpu" -ge 2 ]; then
+  for vis in 0 0,1; do
+    CUDA_VISIBLE_DEVICES=$vis step two_gpus_${vis/,/_} 60 150 python benchmarks/epoch_times.py \
+      --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
+  done
+fi
+rm -rf /tmp/ddgjax_jcache
+for k in cold warm; do
+  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
+    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
+done
 pack_results
