@@ -19,10 +19,14 @@
 #   B. the Ego-small paper config, 1000 epochs in 2 jitted calls (epoch_times.py), quiet
 #      and with the CLI's progress bar (a host callback in every step).
 # Every step but T runs on GPU 0 alone (CUDA_VISIBLE_DEVICES=0).
+# Results go to a scratch folder, packed into OUT/results.tar.gz after every step, so a
+# call cut short still brings back the steps it finished.
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round17.sh OUT
 set -uo pipefail
-OUT=$1
+FINAL=$1
+OUT=$(mktemp -d /tmp/speed_round17.XXXX)
 source "$(dirname "$0")/gpu_call_common.sh"
+pack() { tar czf "$FINAL/results.tar.gz.tmp" -C "$OUT" res && mv "$FINAL/results.tar.gz.tmp" "$FINAL/results.tar.gz"; }
 HARD=${HARD_SECONDS:-560}
 left() { echo $(( HARD - $(elapsed) )); }
 step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS are left
@@ -30,6 +34,7 @@ step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS 
   local l=$(left); [ $l -lt $min ] && { echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; }
   timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
   echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+  pack
 }
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 export CUDA_VISIBLE_DEVICES=0
@@ -63,4 +68,5 @@ for k in cold warm; do
     JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
     python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
 done
-pack_results
+pack
+echo "packed at $(elapsed) s"; ls -la "$FINAL"
