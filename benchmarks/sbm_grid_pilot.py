@@ -11,7 +11,9 @@ algorithms, levers); each arm's graphs go through the SBM test
     python benchmarks/sbm_grid_pilot.py --refit OUT.json --fit graph-tool --out OUT_gt
 
 ``--arms``: ``NAME:KEY=VALUE,...`` separated by ``;``; ``steps`` is the number of
-sampling steps (default ``--num_steps``), every other key a sampler option
+sampling steps (default ``--num_steps``), ``zero_estimate=true`` samples a
+self-conditioned model (PPGN ``self_condition``) in its unconditioned mode (every call
+gets the zero estimate, as half of its training graphs did), every other key a sampler option
 (``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...). Without it, one arm
 per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output (``.json`` or ``.json.gz``) again
 (e.g. with graph-tool on a CPU after sampling on a GPU) without sampling.
@@ -25,6 +27,7 @@ graph, so this may choose a sampler without touching the test split. Writes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -136,15 +139,20 @@ def main() -> None:
     for name, options in arms.items():
         options = dict(options)
         steps = int(options.pop("steps", 0)) or num_steps
+        arm_run = run
+        if options.pop("zero_estimate", False):
+            arm_run = run._replace(process=dataclasses.replace(run.process,
+                                                               self_condition=False))
         graphs, t0 = [], time.time()
         for seed in seeds:
-            res = generate(run, args.num, seed=seed, batch_size=args.num, num_steps=steps,
+            res = generate(arm_run, args.num, seed=seed, batch_size=args.num, num_steps=steps,
                            node_counts=counts, **options)
             graphs += res["graphs"]
         seconds = time.time() - t0
         rows, fit = fit_arm(graphs, args.fit)
         result["fit"] = fit
         result["arms"][name] = {"options": options, "num_steps": steps, "fit": fit,
+                                "zero_estimate": arm_run is not run,
                                 "summary": summarize(rows), "sample_seconds": seconds,
                                 "graphs": rows,
                                 "num_nodes": [g.number_of_nodes() for g in graphs],

@@ -21,6 +21,10 @@
 # Every step but T runs on GPU 0 alone (CUDA_VISIBLE_DEVICES=0).
 # Results go to a scratch folder, packed into OUT/results.tar.gz after every step, so a
 # call cut short still brings back the steps it finished.
+# It ran once, at commit 4a370fa (docs/benchmarks.md "Round 17"), on the 2 x H200 machine.
+# After it, train.scan_unroll (G) was removed (no gain, twice the compile), the eager init
+# moved to the host CPU (S: "eager" is now what "cpu" was; "device" the old eager), and
+# the progress bar stopped calling back in every step (B).
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round17.sh OUT
 set -uo pipefail
 FINAL=$1

@@ -88,10 +88,6 @@ def get_config():
     # several per parameter leaf; equal up to float rounding); False: leaf by leaf.
     # Checkpoints are the same either way.
     config.train.flat_update = True
-    # Training steps per iteration of the jitted loop over a chunk's steps (lax.scan's
-    # unroll): > 1 gives the GPU several steps' kernels per loop iteration (fewer loop
-    # round trips for small models) for a longer compile; the same steps either way.
-    config.train.scan_unroll = 1
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10
 

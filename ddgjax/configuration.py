@@ -104,8 +104,6 @@ def validate_config(config) -> None:
         (0 <= t.ema_decay < 1, "train.ema_decay", "in [0, 1)"),
         (t.get("weight_decay", 0.0) >= 0, "train.weight_decay", ">= 0 (0: Adam)"),
         (t.checkpoint_every_epochs >= 1, "train.checkpoint_every_epochs", ">= 1"),
-        (isinstance(t.get("scan_unroll", 1), int) and t.get("scan_unroll", 1) >= 1,
-         "train.scan_unroll", "a positive integer (1: one step per loop iteration)"),
         (config.diffusion.num_timesteps >= 1, "diffusion.num_timesteps", "a positive integer"),
         (config.data.max_nodes >= 0, "data.max_nodes", ">= 0 (0: automatic)"),
     ]

@@ -136,7 +136,6 @@ DROPOUT_STREAM = 0x7FFFFFF1  # far above any graph slot index
 
 
 def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
-                on_step: Callable[[Any, Any], None] | None = None,
                 layout: FlatLayout | None = None) -> Callable:
     """``one_step(state, idx, data_adj, data_mask, base_key, weight=None) -> (state, loss)``:
     one optimizer step on this device's slice ``idx`` (``int32[B_local]``) of a batch, for
@@ -174,10 +173,6 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         ema = ema_update(state.ema_params, params, ema_decay)
-        if on_step is not None:
-            jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
-                         lambda: jax.debug.callback(on_step, state.step + 1, loss),
-                         lambda: None)
         return TrainState(state.step + 1, params, ema, opt_state), loss
 
     return one_step
@@ -193,39 +188,33 @@ def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
                                  out_specs=(P(), P()), check_vma=False))
 
 
-def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False,
-                unroll: int = 1):
-    """``lax.scan(make_step(layout), state, xs, unroll=unroll)``: with ``flat`` (and a state
-    that allows it, ``FlatLayout.of``) on the flat state, turned back into trees at the
-    end, else leaf by leaf (``layout=None``). ``stacked``: the leaves carry a leading run
-    axis ``[R, ...]``."""
+def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False):
+    """``lax.scan(make_step(layout), state, xs)``: with ``flat`` (and a state that allows it,
+    ``FlatLayout.of``) on the flat state, turned back into trees at the end, else leaf by
+    leaf (``layout=None``). ``stacked``: the leaves carry a leading run axis ``[R, ...]``."""
     one = jax.tree_util.tree_map(lambda x: x[0], state) if stacked else state
     layout = FlatLayout.of(one) if flat else None
     if layout is None:
-        return jax.lax.scan(make_step(None), state, xs, unroll=unroll)
+        return jax.lax.scan(make_step(None), state, xs)
     to_flat, from_flat = layout.flatten, lambda f: layout.unflatten(f, one)
     if stacked:
         to_flat, from_flat = jax.vmap(to_flat), jax.vmap(from_flat)
-    flat_state, out = jax.lax.scan(make_step(layout), to_flat(state), xs, unroll=unroll)
+    flat_state, out = jax.lax.scan(make_step(layout), to_flat(state), xs)
     return from_flat(flat_state), out
 
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
-                     ema_decay: float = 0.0,
-                     on_step: Callable[[Any, Any], None] | None = None,
-                     weighted: bool = False, flat: bool = False, unroll: int = 1) -> Callable:
+                     ema_decay: float = 0.0, weighted: bool = False,
+                     flat: bool = False) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
-    The loss is ``process.loss`` with ``model.apply`` as the denoiser. ``on_step``
-    (optional) is a host function ``(step, loss)`` called after every step from the
-    first device (``jax.debug.callback``), e.g. for a progress bar during a long
-    chunk; with None the compiled program has no callback. ``flat``: the steps run on the
+    The loss is ``process.loss`` with ``model.apply`` as the denoiser. The compiled
+    program has no host callback (the training loop shows progress between calls,
+    ``progress_piece_steps``). ``flat``: the steps run on the
     state as flat vectors (``ddgjax.flat_state``: one array each for the parameters, the
     EMA and Adam's moments; the same formulas in a few kernels, equal up to float
     rounding). Only for an optimizer of ``make_optimizer`` (the training loop passes
     ``config.train.flat_update``); False (the default): leaf by leaf, for any ``tx``.
-    ``unroll``: steps per iteration of the loop over the chunk's steps
-    (``config.train.scan_unroll``; the same steps, fewer loop iterations).
 
     Args of the returned function:
       state: replicated TrainState.
@@ -240,14 +229,14 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
     unweighted). The function compiles once per shape of ``data_adj`` and ``batch_idx``
     (with size buckets: once per bucket).
     """
-    step_for = lambda layout: _train_step(model, tx, process, ema_decay, on_step, layout)
+    step_for = lambda layout: _train_step(model, tx, process, ema_decay, layout)
 
     if weighted:
         def per_device(state, data_adj, data_mask, batch_idx, step_weight):
             def make_step(layout):
                 one_step = step_for(layout)
                 return lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1])
-            return _scan_steps(make_step, state, (batch_idx, step_weight), flat, unroll=unroll)
+            return _scan_steps(make_step, state, (batch_idx, step_weight), flat)
 
         return _sharded(per_device, mesh, P(None, AXIS), (P(),))
 
@@ -255,15 +244,13 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
         def make_step(layout):
             one_step = step_for(layout)
             return lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key)
-        return _scan_steps(make_step, state, batch_idx, flat, unroll=unroll)
+        return _scan_steps(make_step, state, batch_idx, flat)
 
     return _sharded(per_device, mesh, P(None, AXIS))
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
-                           ema_decay: float = 0.0,
-                           on_step: Callable[[Any, Any], None] | None = None,
-                           flat: bool = False, unroll: int = 1) -> Callable:
+                           ema_decay: float = 0.0, flat: bool = False) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -275,26 +262,17 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``data_adj``, ``data_mask`` as for ``make_train_chunk``, and ``batch_idx``
     ``int32[S, R, B]`` (sharded over B). Returns the states after S steps and
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
-    ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``on_step`` (optional)
-    is a host function ``(step, mean loss over the runs)`` called after every step, as
-    for ``make_train_chunk``; ``flat`` as there (flat vectors ``[R, P]``), and ``unroll``.
+    ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``flat`` as for
+    ``make_train_chunk`` (flat vectors ``[R, P]``).
     """
 
     def per_device(states, data_adj, data_mask, batch_idx):
         def make_step(layout):
             one_step = _train_step(model, tx, process, ema_decay, layout=layout)
             step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
+            return lambda st, idx: step_all(st, idx, base_keys)
 
-            def body(st, idx):
-                st, loss = step_all(st, idx, base_keys)
-                if on_step is not None:
-                    jax.lax.cond(jax.lax.axis_index(AXIS) == 0,
-                                 lambda: jax.debug.callback(on_step, st.step[0], loss.mean()),
-                                 lambda: None)
-                return st, loss
-            return body
-
-        return _scan_steps(make_step, states, batch_idx, flat, stacked=True, unroll=unroll)
+        return _scan_steps(make_step, states, batch_idx, flat, stacked=True)
 
     return _sharded(per_device, mesh, P(None, None, AXIS))
 
@@ -491,7 +469,6 @@ class _Setup:
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
         # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
         self.flat_update = bool(config.train.get("flat_update", True))
-        self.scan_unroll = int(config.train.get("scan_unroll", 1))
 
     def device_data(self):
         """The training split on the devices (replicated): one ``GraphBatch`` with the
@@ -636,9 +613,8 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
                    enabled=verbose and run.is_main)
     chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
                                 setup.config.train.ema_decay,
-                                on_step=_progress_callback(bar, setup, where),
                                 weighted=setup.buckets is not None,
-                                flat=setup.flat_update, unroll=setup.scan_unroll)
+                                flat=setup.flat_update)
     if setup.buckets is not None and verbose and run.is_main:
         print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
@@ -679,8 +655,7 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
                                       jnp.stack([r.base_key for r in runs]),
                                       setup.config.train.ema_decay,
-                                      on_step=_progress_callback(bar, setup, where),
-                                      flat=setup.flat_update, unroll=setup.scan_unroll)
+                                      flat=setup.flat_update)
     stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)
@@ -701,16 +676,34 @@ def _check_seed_record(workdir: str, seed: int) -> None:
                             "move it elsewhere, or pass --restart to start over there")
 
 
-def _progress_callback(bar: Progress, setup: _Setup, where: dict):
-    """The chunk's ``on_step`` host function (None without a progress bar)."""
+# With a progress bar, a chunk of S steps runs as equal pieces (one compile) of at least
+# PROGRESS_MIN_STEPS steps, about PROGRESS_PIECES of them, and the bar moves as each
+# finishes. A host callback in every step instead cost the Ego-small step 24 % on an
+# H200 (docs/benchmarks.md, round 17).
+PROGRESS_PIECES = 10
+PROGRESS_MIN_STEPS = 8
+
+
+def progress_piece_steps(total: int) -> int:
+    """The steps of each piece of a ``total``-step chunk: the smallest divisor of ``total``
+    that is at least ``max(PROGRESS_MIN_STEPS, total / PROGRESS_PIECES)`` (``total`` when
+    there is none below it)."""
+    low = max(PROGRESS_MIN_STEPS, -(-total // PROGRESS_PIECES))
+    return next((d for d in range(low, total) if total % d == 0), total)
+
+
+def _progress_report(bar: Progress, setup: _Setup, where: dict):
+    """``report(steps_done, losses)`` for the bar between jitted calls (None without a bar):
+    reading ``losses`` waits for the call that made them, while the next one runs."""
     if not bar.enabled:
         return None
 
-    def on_step(step, loss):  # host side, every step of a chunk (device 0 only)
+    def report(step, losses):
+        loss = float(np.mean(np.asarray(to_host(losses))[-1]))
         where["epoch"] = int(step) // setup.steps_per_epoch
-        bar.update(int(step) / setup.steps_per_epoch, loss=float(loss))
+        bar.update(int(step) / setup.steps_per_epoch, loss=loss)
 
-    return on_step
+    return report
 
 
 def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
@@ -729,13 +722,14 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
 def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
             stop_after_epochs, where) -> list[dict]:
     """The body of :func:`_loop`, with the runs' checkpoint writers open."""
-    config, mesh, spe = setup.config, setup.mesh, setup.steps_per_epoch
+    config, spe = setup.config, setup.steps_per_epoch
     start_epoch = runs[0].start_epoch
     num_epochs = config.train.num_epochs
     end_epoch = num_epochs if stop_after_epochs is None else min(num_epochs,
                                                                  start_epoch + stop_after_epochs)
     ckpt_every = config.train.checkpoint_every_epochs
     device_data = setup.device_data()
+    report = _progress_report(bar, setup, where)
     epoch = start_epoch
     t_start = time.time()
     compile_s = None
@@ -750,7 +744,7 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
                   file=sys.stderr, flush=True)
         t0 = time.time()
         state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
-                                             next_stop, stacked)
+                                             next_stop, stacked, report)
         dt = time.time() - t0
         compile_s = dt if compile_s is None else compile_s
         chunks_s += dt
@@ -794,16 +788,28 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
 
 
 def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, epoch: int,
-                end_epoch: int, stacked: bool):
+                end_epoch: int, stacked: bool, report: Callable | None = None):
     """Train epochs ``epoch .. end_epoch - 1``: ``(state, losses [n_ep, spe, R] (numpy),
     step weights [n_ep, spe] or None)``.
 
-    Without buckets, one call of ``chunk_fn`` (a scan over all the steps). With size
-    buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled program
-    per bucket shape), in the epoch's interleaved bucket order; every call updates the
-    same state.
+    Without buckets, one call of ``chunk_fn`` (a scan over all the steps), or with a
+    ``report`` (``_progress_report``) equal pieces of ``progress_piece_steps`` steps. With
+    size buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled
+    program per bucket shape), in the epoch's interleaved bucket order; every call updates
+    the same state. ``report(steps_done, losses)`` follows each call once the next one is
+    queued.
     """
     mesh, n_ep, spe = setup.mesh, end_epoch - epoch, setup.steps_per_epoch
+    losses, queued = [], 0   # queued: the steps of the calls made so far
+
+    def call(steps, *args):
+        nonlocal state, queued
+        state, loss = chunk_fn(state, *args)
+        if report is not None and losses:  # the previous call, read while this one runs
+            report(epoch * spe + queued, losses[-1])
+        losses.append(loss)
+        queued += steps
+
     if setup.buckets is None:
         # Each run's batches: those of a single run of its seed, [S, R, B] (or [S, B]).
         idx = np.stack([input_pipeline.batches_for_epochs(setup.num_graphs, setup.batch_size,
@@ -811,18 +817,23 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
                         for run in runs], axis=1)
         if not stacked:
             idx = idx[:, 0]
-        state, losses = chunk_fn(state, device_data.adj, device_data.node_mask,
-                                 put_global(idx, batch_sharded(mesh, idx.ndim - 1)))
-        return state, to_host(losses).reshape(n_ep, spe, len(runs)), None
-    assert not stacked and len(runs) == 1
-    order, batches, weights = input_pipeline.bucket_batches_for_epochs(
-        setup.buckets, runs[0].seed, epoch, end_epoch)
-    sharding, rep = batch_sharded(mesh, 1), replicate
-    losses = []
-    for b, idx, w in zip(order, batches, weights):
-        data = device_data[b]
-        state, loss = chunk_fn(state, data.adj, data.node_mask, put_global(idx[None], sharding),
-                               rep(w[None], mesh))
-        losses.append(loss)
+        sharding = batch_sharded(mesh, idx.ndim - 1)
+        size = progress_piece_steps(len(idx)) if report is not None else len(idx)
+        for lo in range(0, len(idx), size):
+            call(size, device_data.adj, device_data.node_mask,
+                 put_global(idx[lo:lo + size], sharding))
+        weights = None
+    else:
+        assert not stacked and len(runs) == 1
+        order, batches, weights = input_pipeline.bucket_batches_for_epochs(
+            setup.buckets, runs[0].seed, epoch, end_epoch)
+        sharding = batch_sharded(mesh, 1)
+        for b, idx, w in zip(order, batches, weights):
+            data = device_data[b]
+            call(1, data.adj, data.node_mask, put_global(idx[None], sharding),
+                 replicate(w[None], mesh))
+        weights = weights.reshape(n_ep, spe)
+    if report is not None:
+        report(epoch * spe + queued, losses[-1])
     losses = np.concatenate(to_host(losses))
-    return state, losses.reshape(n_ep, spe, 1), weights.reshape(n_ep, spe)
+    return state, losses.reshape(n_ep, spe, len(runs)), weights

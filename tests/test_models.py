@@ -627,3 +627,38 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     assert pallas_launch.available() and "pallas_call" in program()
     monkeypatch.delenv("DDGJAX_PALLAS_INTERPRET")
     assert not pallas_launch.available() and "pallas_call" not in program()
+
+
+def test_init_params_runs_on_the_host_cpu_off_a_cpu_backend(monkeypatch):
+    """Off a CPU backend ``init_params`` initialises on the CPU device and hands back the
+    same values on the default device; under a trace, and without a CPU platform, it
+    initialises in place."""
+    from ddgjax import models
+    model = models.build_model("ppgn", num_timesteps=T, hidden=8, num_blocks=2)
+    here = models._init_here(model, jax.random.key(3), N)
+    used = []
+    real_default_device = jax.default_device
+
+    def spy(device):
+        used.append(device.platform)
+        return real_default_device(device)
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")  # as on a GPU machine
+    monkeypatch.setattr(jax, "default_device", spy)
+    params = models.init_params(model, jax.random.key(3), N)
+    assert used == ["cpu"]
+    chex.assert_trees_all_equal(jax.device_get(params), jax.device_get(here))
+    assert all(isinstance(x, jax.Array) for x in jax.tree_util.tree_leaves(params))
+    # traced (e.g. abstract shapes): in place, no host round trip
+    shapes = jax.eval_shape(lambda k: models.init_params(model, k, N), jax.random.key(3))
+    chex.assert_trees_all_equal_shapes(shapes, here)
+    assert used == ["cpu"]
+    # no CPU platform: in place
+
+    def no_cpu(*args):
+        raise RuntimeError("Unknown backend cpu")
+
+    monkeypatch.setattr(jax, "devices", no_cpu)
+    chex.assert_trees_all_equal(jax.device_get(models.init_params(model, jax.random.key(3), N)),
+                                jax.device_get(here))
+    assert used == ["cpu"]

@@ -387,3 +387,59 @@ def test_extra_input_channel_config_checks(option):
     cfg.model.ppgn[option] = -2
     with pytest.raises(ConfigError, match=f"config.model.ppgn.{option}"):
         validate_config(cfg)
+
+
+@pytest.mark.parametrize("total,size", [(300, 30), (400, 40), (16, 8), (1000, 100), (7, 7),
+                                        (3, 3), (97, 97), (24, 8)])
+def test_progress_piece_steps(total, size):
+    assert training.progress_piece_steps(total) == size
+    assert total % size == 0
+
+
+def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, monkeypatch):
+    """With the bar (``verbose``), a chunk runs as equal pieces, with no host callback in
+    the steps, and the bar moves after each piece; the runs (one and two seeds) equal the
+    quiet ones, which call once per chunk."""
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
+    calls, shown = [], []
+    for name in ("make_train_chunk", "make_train_chunk_seeds"):
+        real = getattr(training, name)
+
+        def spy(*args, real=real, **kwargs):
+            fn = real(*args, **kwargs)
+
+            def counted(state, adj, mask, idx, *rest):
+                calls.append(idx.shape[0])
+                return fn(state, adj, mask, idx, *rest)
+            return counted
+        monkeypatch.setattr(training, name, spy)
+    real_update = training.Progress.update
+
+    def update(bar, done, force=False, **info):
+        shown.append(done)
+        return real_update(bar, done, force, **info)
+
+    monkeypatch.setattr(training.Progress, "update", update)
+    quiet = training.train(cfg, str(tmp_path / "quiet"), verbose=False, devices=ONE)
+    steps, spe = quiet["steps"], quiet["steps_per_epoch"]
+    assert calls == [steps] and steps >= 16
+    size = training.progress_piece_steps(steps)
+    for runs in ("one", "seeds"):
+        calls.clear(), shown.clear()
+        if runs == "one":
+            training.train(cfg, str(tmp_path / "bar"), verbose=True, devices=ONE)
+            _assert_same_run(tmp_path / "bar", tmp_path / "quiet")
+        else:
+            training.train_seeds(cfg, str(tmp_path / "bar_seeds"), [0, 1], verbose=True,
+                                 devices=ONE)
+            quiet_seeds = training.train_seeds(cfg, str(tmp_path / "quiet_seeds"), [0, 1],
+                                               verbose=False, devices=ONE)
+            assert calls[-1] == steps and quiet_seeds["steps"] == steps
+            calls.pop()
+            for s in (0, 1):
+                _assert_same_run(tmp_path / "bar_seeds" / f"seed_{s}",
+                                 tmp_path / "quiet_seeds" / f"seed_{s}")
+        assert 1 < len(calls) and calls == [size] * (steps // size)
+        within = [d for d in shown if 0 < d < cfg.train.num_epochs]
+        assert within == [k * size / spe for k in range(1, steps // size)]
