@@ -3,10 +3,11 @@
     python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
 
 The run is ``--chunks`` jitted calls (checkpoint boundaries) of ``epochs / chunks``
-epochs. ``--progress`` trains as the CLI does, with its progress bar (a host callback in
-every step, written to stderr); without it, quietly (``verbose=False``). ``ms_per_step`` is the steady state of the whole loop after the first call
-(checkpoint saves and their final wait included); ``chunk_ms_per_step`` only the time
-in the jitted calls after the first (the training steps themselves).
+epochs. ``--progress`` trains as the CLI does, with its progress bar on stderr (until
+round 17 a host callback in every step; now the loop's equal jitted calls); without it,
+quietly (``verbose=False``). ``ms_per_step`` is the steady state of the whole loop after
+the first call (checkpoint saves and their final wait included); ``chunk_ms_per_step``
+only the time in the jitted calls after the first (the training steps themselves).
 
 CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
 ``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.

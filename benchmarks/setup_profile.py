@@ -21,7 +21,8 @@ variant per process, so each compiles cold):
 
 * ``eager`` (what ddgjax does, ``models.init_params``): ``model.init`` op by op, on the
   host CPU where the default backend is another, then the parameters moved over;
-* ``device``: ``model.init`` op by op on the default device (ddgjax before round 17);
+* ``device``: ``model.init`` op by op on the default device (ddgjax before round 17,
+  which also traced graphs of the data's size, not ``models.INIT_NODES``);
 * ``jit``: one jitted ``lazy_init`` (the initializers only, no forward pass);
 * ``cpu``: eager ``model.init`` on the CPU backend, then the parameters moved over (round
   17's name for what ``eager`` is now).

@@ -629,6 +629,21 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     assert not pallas_launch.available() and "pallas_call" not in program()
 
 
+@pytest.mark.parametrize("name,options", [
+    ("ppgn", dict(hidden=8, num_blocks=2)), ("edp", dict(hidden=8, num_layers=2)),
+    ("ppgn", dict(hidden=8, num_blocks=2, walk_features=2, spectral_features=3,
+                  self_condition=True, noise_features="log", dropout=0.1))])
+def test_init_params_do_not_depend_on_the_node_count(name, options):
+    """``init_params`` traces at most ``INIT_NODES`` nodes: the same tree and values as
+    ``model.init`` on graphs of the data's size."""
+    from ddgjax import models
+    model = models.build_model(name, num_timesteps=T, **options)
+    full = model.init(jax.random.key(7), *models._dummy_inputs(N))
+    assert N > models.INIT_NODES
+    chex.assert_trees_all_equal(jax.device_get(models.init_params(model, jax.random.key(7), N)),
+                                jax.device_get(full))
+
+
 def test_init_params_runs_on_the_host_cpu_off_a_cpu_backend(monkeypatch):
     """Off a CPU backend ``init_params`` initialises on the CPU device and hands back the
     same values on the default device; under a trace, and without a CPU platform, it

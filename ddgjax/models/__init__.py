@@ -97,8 +97,14 @@ def _dummy_inputs(max_nodes: int):
             jnp.ones((2,), jnp.int32), jnp.full((2,), 0.25, jnp.float32))
 
 
+# Graphs of this many nodes are what ``init_params`` traces with: the parameters' shapes
+# and values do not depend on the node count (tests/test_models.py), so the forward pass
+# that ``init`` runs need not be as large as the data's.
+INIT_NODES = 4
+
+
 def _init_here(model: nn.Module, key: jax.Array, max_nodes: int):
-    return model.init(key, *_dummy_inputs(max_nodes))
+    return model.init(key, *_dummy_inputs(min(max_nodes, INIT_NODES)))
 
 
 def _host_cpu():
@@ -113,14 +119,15 @@ def _host_cpu():
 
 
 def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
-    """Fresh parameters of ``model`` (the shapes do not depend on ``max_nodes``), on the
-    default device.
+    """Fresh parameters of ``model`` on the default device. Neither their shapes nor their
+    values depend on ``max_nodes`` (``init`` traces graphs of at most ``INIT_NODES`` nodes).
 
     ``model.init`` runs op by op, each op compiled once; on an accelerator it runs on the
     host CPU, whose small compiles are cheaper (one H200: 4.5 s of set-up instead of 8.4 s
     for the Ego-small PPGN, docs/benchmarks.md "Round 17"), and the parameters are moved
-    over. The values are those of any backend (threefry keys), so CPU and GPU runs of a
-    seed start alike. Under a trace (``jit``, ``eval_shape``) it initialises in place.
+    over. So a seed starts from the same parameters on a CPU machine and on a GPU
+    machine: both initialise on a CPU. Under a trace (``jit``, ``eval_shape``) it
+    initialises in place.
     """
     cpu = _host_cpu()
     if cpu is None or isinstance(key, getattr(jax.core, "Tracer", ())):
