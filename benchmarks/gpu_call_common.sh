@@ -9,6 +9,11 @@
 #   pack_sbm                the SBM workdir in <= 15 MiB parts ($OUT/sbm_ckpt.tar.gz.part_*;
 #                           cat them | tar xz to resume elsewhere)
 #   pack_results            $OUT/res as $OUT/results.tar.gz, and a listing
+#   step NAME MIN MAX CMD...  run CMD (output to $OUT/res/NAME.log) if MIN seconds are left
+#                           before $HARD (set by the driver), for at most MAX seconds; its
+#                           rc goes to $OUT/res/times.txt; with $FINAL set, $OUT/res is then
+#                           packed into $FINAL/results.tar.gz (a call cut short keeps what
+#                           finished: drivers that do this write $OUT in a scratch folder)
 RUNS=runs/r11
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 mkdir -p "$OUT/res" "$RUNS"
@@ -28,4 +33,15 @@ pack_sbm() { tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.
 pack_results() {
   tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
   echo "packed at $(elapsed) s"; ls -la "$OUT"
+}
+left() { echo $(( HARD - $(elapsed) )); }
+step() {
+  local name=$1 min=$2 max=$3; shift 3
+  local l=$(left)
+  if [ "$l" -lt "$min" ]; then echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; fi
+  timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
+  echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
+  if [ -n "${FINAL:-}" ]; then
+    tar czf "$FINAL/results.tar.gz.tmp" -C "$OUT" res && mv "$FINAL/results.tar.gz.tmp" "$FINAL/results.tar.gz"
+  fi
 }

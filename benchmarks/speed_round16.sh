@@ -21,13 +21,6 @@ set -uo pipefail
 OUT=$1
 source "$(dirname "$0")/gpu_call_common.sh"
 HARD=${HARD_SECONDS:-560}
-left() { echo $(( HARD - $(elapsed) )); }
-step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS are left
-  local name=$1 min=$2 max=$3; shift 3
-  local l=$(left); [ $l -lt $min ] && { echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; }
-  timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
-  echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
-}
 step profile_ego 40 80 python benchmarks/profile_ppgn.py --out "$OUT/res/profile_ego" \
   --dtypes float32 --hidden 32 --blocks 6 --nodes 18 --train_batch 32 --skip_ceilings \
   --variant leaf=train.flat_update=false

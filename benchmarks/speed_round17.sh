@@ -27,19 +27,10 @@
 # the progress bar stopped calling back in every step (B).
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round17.sh OUT
 set -uo pipefail
-FINAL=$1
+FINAL=$(cd "$1" && pwd)
 OUT=$(mktemp -d /tmp/speed_round17.XXXX)
 source "$(dirname "$0")/gpu_call_common.sh"
-pack() { tar czf "$FINAL/results.tar.gz.tmp" -C "$OUT" res && mv "$FINAL/results.tar.gz.tmp" "$FINAL/results.tar.gz"; }
 HARD=${HARD_SECONDS:-560}
-left() { echo $(( HARD - $(elapsed) )); }
-step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS are left
-  local name=$1 min=$2 max=$3; shift 3
-  local l=$(left); [ $l -lt $min ] && { echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; }
-  timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
-  echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
-  pack
-}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 export CUDA_VISIBLE_DEVICES=0
 for v in eager jit cpu; do
@@ -72,5 +63,5 @@ for k in cold warm; do
     JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
     python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
 done
-pack
+tar czf "$FINAL/results.tar.gz" -C "$OUT" res
 echo "packed at $(elapsed) s"; ls -la "$FINAL"

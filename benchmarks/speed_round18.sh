@@ -15,19 +15,10 @@
 # OUT/results.tar.gz after every step.
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round18.sh OUT
 set -uo pipefail
-FINAL=$1
+FINAL=$(cd "$1" && pwd)
 OUT=$(mktemp -d /tmp/speed_round18.XXXX)
 source "$(dirname "$0")/gpu_call_common.sh"
-pack() { tar czf "$FINAL/results.tar.gz.tmp" -C "$OUT" res && mv "$FINAL/results.tar.gz.tmp" "$FINAL/results.tar.gz"; }
 HARD=${HARD_SECONDS:-560}
-left() { echo $(( HARD - $(elapsed) )); }
-step() {  # step NAME MIN_SECONDS MAX_SECONDS COMMAND...: run it if MIN_SECONDS are left
-  local name=$1 min=$2 max=$3; shift 3
-  local l=$(left); [ $l -lt $min ] && { echo "$name skipped at $(elapsed) s" >> "$OUT/res/times.txt"; return; }
-  timeout $(( l < max ? l : max )) "$@" > "$OUT/res/$name.log" 2>&1
-  echo "$name rc=$? at $(elapsed) s" >> "$OUT/res/times.txt"
-  pack
-}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 export CUDA_VISIBLE_DEVICES=0
 EGO=configs/paper.py:ego_small,ppgn,simple
@@ -50,5 +41,5 @@ if [ -d .baseline ]; then
   (cd .baseline && step seeds_base 100 200 python benchmarks/seeds_speed.py --seeds 5 \
     --out "$OUT/res/seeds_base.json")
 fi
-pack
+tar czf "$FINAL/results.tar.gz" -C "$OUT" res
 echo "packed at $(elapsed) s"; ls -la "$FINAL"
