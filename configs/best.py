@@ -30,7 +30,9 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   beyond noise: training seed 1, AdamW weight decay 0.1, the uniform training grid, both
   (62-65.5 % V.U.N. with our fit on the ``power:2`` grid, 61-61.5 % on ``power:3`` where
   sampled, against the deliverable's 64.5 % on ``power:3``); and the ``power:2`` grid on
-  the deliverable's checkpoint gave 54.5 %. Rematerialisation stays off: a
+  the deliverable's checkpoint gave 54.5 %. Rounds 15-17 did worse with random-walk or
+  Laplacian input channels, 10 blocks, self-conditioning or dropout (docs/RESULTS.md,
+  "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
   bfloat16 step at N = 187, batch 32, fits one H100 without it (the largest N that
   trained there: 187 without, 384 with remat); float32 at 187 needs
   ``--config.model.ppgn.remat=True``.
