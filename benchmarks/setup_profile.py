@@ -24,8 +24,7 @@ variant per process, so each compiles cold):
 * ``device``: ``model.init`` op by op on the default device (ddgjax before round 17,
   which also traced graphs of the data's size, not ``models.INIT_NODES``);
 * ``jit``: one jitted ``lazy_init`` (the initializers only, no forward pass);
-* ``cpu``: eager ``model.init`` on the CPU backend, then the parameters moved over (round
-  17's name for what ``eager`` is now).
+* ``cpu``: the same as ``eager`` now (round 17's name for it, when it was a variant).
 
 Round 17 (one H200, Ego-small PPGN): ``eager`` (then on the device) 8.4 s of set-up with
 91 compiles, ``jit`` 12.0 s (one 10.5 s compile), ``cpu`` 4.5 s; ddgjax now does ``cpu``.
@@ -75,7 +74,7 @@ def record_compiles(log: list):
 
 def use_init(variant: str) -> None:
     """Make ``training.init_state`` initialise parameters the ``variant`` way."""
-    if variant == "eager":
+    if variant in ("eager", "cpu"):
         return
     from ddgjax import models
     from ddgjax.models import _dummy_inputs
@@ -84,14 +83,7 @@ def use_init(variant: str) -> None:
         shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in _dummy_inputs(max_nodes)]
         return jax.jit(lambda k: model.lazy_init(k, *shapes))(key)
 
-    def cpu_init(model, key, max_nodes):
-        cpu = jax.devices("cpu")[0]
-        with jax.default_device(cpu):
-            params = models._init_here(model, jax.device_put(key, cpu), max_nodes)
-        return jax.device_put(params, jax.devices()[0])
-
-    training.init_params = {"jit": jit_init, "cpu": cpu_init,
-                            "device": models._init_here}[variant]
+    training.init_params = {"jit": jit_init, "device": models._init_here}[variant]
 
 
 def main():
