@@ -10,7 +10,10 @@
 #      CLI's progress bar: this code (the bar between calls) and the baseline's (a host
 #      callback in every step), then this code quiet;
 #   T. the Planar-60 paper config (float32, batch 64), 450 epochs in 3 jitted calls, on one
-#      GPU then on two (epoch_times.py), as round 13 measured it.
+#      GPU then on two (epoch_times.py), as round 13 measured it;
+#   C. the one Ego-small run of W twice with JAX's persistent compilation cache in a fresh
+#      directory (every program cached, however small): cold, then warm.
+# In the order T, W (new), C, B, W (baseline): what the targets need first.
 # GPU 0 alone (CUDA_VISIBLE_DEVICES=0) except T's second half. Results are packed into
 # OUT/results.tar.gz after every step.
 # Usage: HARD_SECONDS=560 bash benchmarks/speed_round18.sh OUT
@@ -22,6 +25,19 @@ HARD=${HARD_SECONDS:-560}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 export CUDA_VISIBLE_DEVICES=0
 EGO=configs/paper.py:ego_small,ppgn,simple
+if [ "$ngpu" -ge 2 ]; then
+  for vis in 0 0,1; do
+    CUDA_VISIBLE_DEVICES=$vis step two_gpus_${vis/,/_} 60 120 python benchmarks/epoch_times.py \
+      --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
+  done
+fi
+step seeds_new 100 200 python benchmarks/seeds_speed.py --seeds 5 --out "$OUT/res/seeds_new.json"
+rm -rf /tmp/ddgjax_jcache
+for k in cold warm; do
+  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
+    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
+done
 step bar_new 30 60 python benchmarks/epoch_times.py --epochs 1000 --progress \
   --out "$OUT/res/bar_new.json" $EGO
 if [ -d .baseline ]; then
@@ -30,13 +46,6 @@ if [ -d .baseline ]; then
 fi
 step bar_quiet 30 60 python benchmarks/epoch_times.py --epochs 1000 \
   --out "$OUT/res/bar_quiet.json" $EGO
-if [ "$ngpu" -ge 2 ]; then
-  for vis in 0 0,1; do
-    CUDA_VISIBLE_DEVICES=$vis step two_gpus_${vis/,/_} 60 120 python benchmarks/epoch_times.py \
-      --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
-  done
-fi
-step seeds_new 100 200 python benchmarks/seeds_speed.py --seeds 5 --out "$OUT/res/seeds_new.json"
 if [ -d .baseline ]; then
   (cd .baseline && step seeds_base 100 200 python benchmarks/seeds_speed.py --seeds 5 \
     --out "$OUT/res/seeds_base.json")

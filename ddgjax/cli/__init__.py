@@ -142,11 +142,26 @@ def compile_cache_dir(environ=os.environ) -> str | None:
     return None if path.strip().lower() in CACHE_OFF else path
 
 
+MIN_COMPILE_TIME_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+
+
+def cache_min_compile_time(environ=os.environ) -> float | None:
+    """The shortest compile the cache keeps: 0 (every program) unless
+    ``$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` is set (None: JAX reads it itself).
+
+    JAX's own default (1 s) skips the ~90 small programs of the op-by-op parameter init
+    and the loop's small helpers, most of a rerun's set-up. With all of them cached, a
+    rerun of the Ego-small paper config took 20.9 s from the train call against 29.9 s
+    for the run that filled the cache (one H200; docs/benchmarks.md, round 18)."""
+    return None if environ.get(MIN_COMPILE_TIME_ENV) else 0.0
+
+
 def enable_compile_cache() -> str | None:
-    """Turn on JAX's persistent compilation cache in :func:`compile_cache_dir` (returned):
-    a second ``ddgjax-sample`` or ``ddgjax-train`` of the same model loads its programs
-    instead of compiling them again. A directory that cannot be created leaves the
-    cache off, with a warning; nothing else changes."""
+    """Turn on JAX's persistent compilation cache in :func:`compile_cache_dir` (returned),
+    for programs of any compile time (:func:`cache_min_compile_time`): a second
+    ``ddgjax-sample`` or ``ddgjax-train`` of the same model loads its programs instead
+    of compiling them again. A directory that cannot be created leaves the cache off,
+    with a warning; nothing else changes."""
     import jax
 
     path = compile_cache_dir()
@@ -159,6 +174,9 @@ def enable_compile_cache() -> str | None:
               f"(set {COMPILE_CACHE_ENV}=none to silence this)", file=sys.stderr)
         return None
     jax.config.update("jax_compilation_cache_dir", path)
+    min_time = cache_min_compile_time()
+    if min_time is not None:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", min_time)
     return path
 
 
