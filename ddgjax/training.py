@@ -721,7 +721,14 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
 
 def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
             stop_after_epochs, where) -> list[dict]:
-    """The body of :func:`_loop`, with the runs' checkpoint writers open."""
+    """The body of :func:`_loop`, with the runs' checkpoint writers open.
+
+    One jitted chunk runs up to a checkpoint boundary. The host work of a chunk (reading
+    its losses, the divergence check, logging, validation, the checkpoint saves) runs
+    once the next chunk's first call is queued, so the device trains on while the host
+    works. A chunk's state is an input of the next chunk, not donated, so it stays
+    readable. A run interrupted before a chunk's host work keeps the checkpoint before
+    it (and resumes from there to the same result)."""
     config, spe = setup.config, setup.steps_per_epoch
     start_epoch = runs[0].start_epoch
     num_epochs = config.train.num_epochs
@@ -732,55 +739,80 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     report = _progress_report(bar, setup, where)
     epoch = start_epoch
     t_start = time.time()
-    compile_s = None
-    ckpt_s = val_s = chunks_s = 0.0
-    while epoch < end_epoch:
-        # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
-        next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
-        n_ep = next_stop - epoch
-        if compile_s is None and bar.enabled:
-            shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
-            print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
-                  file=sys.stderr, flush=True)
+    # first_call: until the first chunk's losses were read; chunks: the host blocked in
+    # jitted calls or waiting for their losses; val/ckpt: at boundaries
+    times = {"first_call": None, "chunks": 0.0, "val": 0.0, "ckpt": 0.0, "ready": t_start}
+
+    def finish(chunk):
+        """The host work of a queued chunk ``(state, losses, weights, first, last)``."""
+        chunk_state, chunk_losses, weights, first, last = chunk
         t0 = time.time()
-        state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
-                                             next_stop, stacked, report)
-        dt = time.time() - t0
-        compile_s = dt if compile_s is None else compile_s
-        chunks_s += dt
+        losses = np.concatenate(to_host(chunk_losses)).reshape(last - first, spe, len(runs))
+        now = time.time()
+        times["chunks"] += now - t0
+        dt, times["ready"] = now - times["ready"], now   # from the previous chunk's end
+        if times["first_call"] is None:
+            times["first_call"] = dt
         for r, run in enumerate(runs):  # nothing of this chunk is kept if any run diverged
-            check_finite(losses[..., r], epoch, run.workdir)
-        epoch = next_stop
-        where["epoch"] = epoch
-        last = [run.log_chunk(losses[..., r], epoch, dt, weights) for r, run in enumerate(runs)]
-        bar.update(epoch, force=epoch == end_epoch, loss=float(np.mean(last)),
-                   steps_per_s=n_ep * spe / dt)
-        if epoch % ckpt_every == 0 or epoch == end_epoch:
-            host = to_host(state)
+            check_finite(losses[..., r], first, run.workdir)
+        where["epoch"] = last
+        latest = [run.log_chunk(losses[..., r], last, dt, weights) for r, run in enumerate(runs)]
+        bar.update(last, force=last == end_epoch, loss=float(np.mean(latest)),
+                   steps_per_s=(last - first) * spe / dt)
+        if last % ckpt_every == 0 or last == end_epoch:
+            host = to_host(chunk_state)
             states = [jax.tree_util.tree_map(lambda x, r=r: x[r], host) if stacked else host
                       for r in range(len(runs))]
             step = int(states[0].step)
-            metas = [run.selection_meta(epoch, step) for run in runs]
+            metas = [run.selection_meta(last, step) for run in runs]
             t1 = time.time()
             for run, st, meta in zip(runs, states, metas):
-                run.validate(st, epoch, step, meta, bar)
+                run.validate(st, last, step, meta, bar)
             t2 = time.time()
             with deferred():  # all runs' saves of this boundary start before a Ctrl-C acts
                 for run, st, meta in zip(runs, states, metas):
                     run.save(st, step, meta)
-            val_s, ckpt_s = val_s + t2 - t1, ckpt_s + time.time() - t2
+            times["val"] += t2 - t1
+            times["ckpt"] += time.time() - t2
+
+    pending = None
+    while epoch < end_epoch:
+        # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
+        next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
+        if times["first_call"] is None and pending is None and bar.enabled:
+            shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
+            print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
+                  file=sys.stderr, flush=True)
+        previous, pending = pending, None
+        t0, host_s = time.time(), [0.0]
+
+        def after_first(previous=previous):
+            if previous is not None:
+                t = time.time()
+                finish(previous)
+                host_s[0] += time.time() - t
+
+        state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
+                                             next_stop, stacked, report, after_first)
+        times["chunks"] += time.time() - t0 - host_s[0]
+        pending = (state, losses, weights, epoch, next_stop)
+        epoch = next_stop
+    if pending is not None:
+        finish(pending)
     t3 = time.time()
     for run in runs:  # the last boundary's writes: final before the run reports its end
         run.writer.wait()
-    ckpt_s += time.time() - t3
+    times["ckpt"] += time.time() - t3
     bar.close()
     steps = int(np.asarray(to_host(state.step)).reshape(-1)[0])
-    # seconds: the whole loop; chunk_seconds: in the jitted calls (the first one, which
-    # compiles, is first_call_seconds); validation_seconds: at boundaries;
-    # checkpoint_seconds: blocked on saves (at boundaries, and the wait for the last ones).
+    # seconds: the whole loop; first_call_seconds: until the first chunk's losses were
+    # read (it compiles); chunk_seconds: the host blocked in jitted calls or on their
+    # results; validation_seconds: at boundaries; checkpoint_seconds: blocked on saves
+    # (at boundaries, and the wait for the last ones). Boundary work overlaps the next
+    # chunk on the device.
     summary = {"epochs": epoch, "steps": steps, "seconds": time.time() - t_start,
-               "first_call_seconds": compile_s, "chunk_seconds": chunks_s,
-               "checkpoint_seconds": ckpt_s, "validation_seconds": val_s,
+               "first_call_seconds": times["first_call"], "chunk_seconds": times["chunks"],
+               "checkpoint_seconds": times["ckpt"], "validation_seconds": times["val"],
                "devices": setup.n_dev, "steps_per_epoch": spe}
     if setup.buckets is not None:
         summary["buckets"] = setup.buckets.describe()
@@ -788,16 +820,19 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
 
 
 def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, epoch: int,
-                end_epoch: int, stacked: bool, report: Callable | None = None):
-    """Train epochs ``epoch .. end_epoch - 1``: ``(state, losses [n_ep, spe, R] (numpy),
-    step weights [n_ep, spe] or None)``.
+                end_epoch: int, stacked: bool, report: Callable | None = None,
+                after_first: Callable | None = None):
+    """Queue epochs ``epoch .. end_epoch - 1``: ``(state, losses, step weights [n_ep, spe]
+    or None)``, ``losses`` the calls' device arrays (``np.concatenate`` of them on the
+    host: ``[n_ep * spe, R]``, or ``[n_ep * spe]`` for one run).
 
     Without buckets, one call of ``chunk_fn`` (a scan over all the steps), or with a
     ``report`` (``_progress_report``) equal pieces of ``progress_piece_steps`` steps. With
     size buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled
     program per bucket shape), in the epoch's interleaved bucket order; every call updates
     the same state. ``report(steps_done, losses)`` follows each call once the next one is
-    queued.
+    queued; ``after_first()`` runs once, when the first call is queued (the loop's host
+    work for the previous chunk).
     """
     mesh, n_ep, spe = setup.mesh, end_epoch - epoch, setup.steps_per_epoch
     losses, queued = [], 0   # queued: the steps of the calls made so far
@@ -805,6 +840,8 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
     def call(steps, *args):
         nonlocal state, queued
         state, loss = chunk_fn(state, *args)
+        if not losses and after_first is not None:
+            after_first()
         if report is not None and losses:  # the previous call, read while this one runs
             report(epoch * spe + queued, losses[-1])
         losses.append(loss)
@@ -835,5 +872,4 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
         weights = weights.reshape(n_ep, spe)
     if report is not None:
         report(epoch * spe + queued, losses[-1])
-    losses = np.concatenate(to_host(losses))
-    return state, losses.reshape(n_ep, spe, len(runs)), weights
+    return state, losses, weights

@@ -443,3 +443,45 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
         assert 1 < len(calls) and calls == [size] * (steps // size)
         within = [d for d in shown if 0 < d < cfg.train.num_epochs]
         assert within == [k * size / spe for k in range(1, steps // size)]
+
+
+def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch):
+    """A chunk's host work (losses, logging, saves) runs once the next chunk's call is
+    queued, so the device never waits for it; a run interrupted in that window keeps the
+    checkpoint before and resumes to the uninterrupted run."""
+    cfg = test_config.get_config()
+    cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 6, 2
+    events = []
+    real_chunk, real_save = training.make_train_chunk, training._Run.save
+
+    def spy_chunk(*args, **kwargs):
+        fn = real_chunk(*args, **kwargs)
+
+        def counted(state, *rest):
+            events.append(("call", int(np.asarray(jax.device_get(state.step)))))
+            if events.count("interrupt") and len([e for e in events if e[0] == "call"]) == 3:
+                raise KeyboardInterrupt
+            return fn(state, *rest)
+        return counted
+
+    def spy_save(run, state, step, meta):
+        events.append(("save", meta["epoch"]))
+        return real_save(run, state, step, meta)
+
+    monkeypatch.setattr(training, "make_train_chunk", spy_chunk)
+    monkeypatch.setattr(training._Run, "save", spy_save)
+    full = training.train(cfg, str(tmp_path / "full"), verbose=False, devices=ONE)
+    spe = full["steps_per_epoch"]
+    assert events == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe),
+                      ("save", 4), ("save", 6)]
+    # interrupted while queueing the third chunk, before the second chunk's boundary work
+    events[:] = ["interrupt"]
+    with pytest.raises(KeyboardInterrupt):
+        training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
+    assert events[1:] == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe)]
+    from ddgjax import checkpoints
+    assert checkpoints.latest_step(str(tmp_path / "cut"), "latest") == 2 * spe
+    events.clear()
+    training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
+    assert events == [("call", 2 * spe), ("call", 4 * spe), ("save", 4), ("save", 6)]
+    _assert_same_run(tmp_path / "cut", tmp_path / "full")
