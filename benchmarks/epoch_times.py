@@ -7,7 +7,9 @@ epochs. ``--progress`` trains as the CLI does, with its progress bar on stderr (
 round 17 a host callback in every step; now the loop's equal jitted calls); without it,
 quietly (``verbose=False``). ``ms_per_step`` is the steady state of the whole loop after
 the first call (checkpoint saves and their final wait included); ``chunk_ms_per_step``
-only the time in the jitted calls after the first (the training steps themselves).
+only the time the host spent in the jitted calls after the first or waiting for them
+(until round 18 the training steps themselves; since round 19 a boundary's host work
+runs while the next call trains, so this is less than the steps' device time).
 
 CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
 ``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.

@@ -15,12 +15,15 @@ Reported per phase (and written to --out as JSON):
   process, as a user would run it): Python and JAX start-up, data, set-up, compile,
   training, checkpoint saves; ``total_s``: the same from the train call on;
 * ``setup_s``: ``total_s`` less ``loop_s``: data, model and state set-up before the loop;
-* ``loop_s``: the training loop (``summary["seconds"]``); ``chunk_s``: time inside the
-  jitted calls; ``checkpoint_s``: checkpoint saves; ``first_call_s``: the first jitted
-  call (compile + its epochs);
-* ``ms_per_step``: steady state, the jitted calls after the first divided by their
-  steps (one step of (b) advances every seed); ``compile_s``: ``first_call_s`` less the
-  steady time of its steps (an estimate);
+* ``loop_s``: the training loop (``summary["seconds"]``); ``chunk_s``: the host blocked
+  in the jitted calls or on their results (since round 19 a boundary's host work runs
+  while the next call trains, and that time is not in ``chunk_s``); ``checkpoint_s``:
+  blocked on checkpoint saves; ``first_call_s``: until the first jitted call's results
+  (compile + its epochs);
+* ``ms_per_step``: steady state, the whole loop after the first call divided by its
+  steps (one step of (b) advances every seed); until round 18 it was the jitted calls
+  alone, which equalled the steps' device time while the boundaries stalled the device;
+  ``compile_s``: ``first_call_s`` less the steady time of its steps (an estimate);
 * ``ratio_total`` (``ratio_process``): (b)'s ``total_s`` (``process_s``) over (a)'s, i.e.
   what R seeds in one program cost in single runs.
 
@@ -58,7 +61,7 @@ def phase(summary: dict, total_s: float, num_epochs: int, ckpt_every: int) -> di
     spe = summary["steps_per_epoch"]
     first_steps = min(ckpt_every, num_epochs) * spe
     rest_steps = summary["steps"] - first_steps
-    rest_s = summary["chunk_seconds"] - summary["first_call_seconds"]
+    rest_s = summary["seconds"] - summary["first_call_seconds"]
     step_s = rest_s / rest_steps if rest_steps > 0 else float("nan")
     return {"total_s": total_s, "setup_s": total_s - summary["seconds"],
             "loop_s": summary["seconds"], "chunk_s": summary["chunk_seconds"],
