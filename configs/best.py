@@ -31,8 +31,10 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   (62-65.5 % V.U.N. with our fit on the ``power:2`` grid, 61-61.5 % on ``power:3`` where
   sampled, against the deliverable's 64.5 % on ``power:3``); and the ``power:2`` grid on
   the deliverable's checkpoint gave 54.5 %. Rounds 15-17 did worse with random-walk or
-  Laplacian input channels, 10 blocks, self-conditioning or dropout (docs/RESULTS.md,
-  "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
+  Laplacian input channels, 10 blocks, self-conditioning or dropout; round 18 found half
+  the learning rate, gradient clipping and 192 channels worse (54.5-55 %) and EMA 0.9995
+  level with the recipe (66 %, not adopted) (docs/RESULTS.md, "Every SPECTRE SBM variant
+  tried"). Rematerialisation stays off: a
   bfloat16 step at N = 187, batch 32, fits one H100 without it (the largest N that
   trained there: 187 without, 384 with remat); float32 at 187 needs
   ``--config.model.ppgn.remat=True``.
