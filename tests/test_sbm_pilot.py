@@ -77,3 +77,38 @@ def test_refit_reads_outputs_saved_before_num_nodes_was(tmp_path):
                     "--refit", str(src), "--fit", "ddgjax", "--out", str(tmp_path / "new")],
                    check=True, capture_output=True, text=True)
     assert "| power:3 | 64 | grid=power:3 |" in (tmp_path / "new.md").read_text()
+
+
+def test_partial_reverse_levels_and_an_oracle_chain_returns_the_graph():
+    """benchmarks/sbm_partial_reverse.py: a chain starts at the given level, visits the
+    grid's levels below it down to 0, and with a denoiser that knows A_0 (large logits
+    towards it) ends at A_0 from any start level, the prior's included."""
+    import types
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    import sbm_partial_reverse as pr
+    from ddgjax.graphs import graphs_to_batch
+    from ddgjax.processes.bitflip import SamplerLevers, make_schedule, sampling_grid
+
+    _, grid = sampling_grid(make_schedule("linear", 32), 64, "power:3")
+    for start in (0.05, 0.25, 0.5):
+        lv = pr.levels_from(start, grid)
+        assert lv[0] == start and lv[-1] == 0.0 and np.all(np.diff(lv) < 0)
+        assert set(lv[1:]) == {b for b in grid if b < start}
+    assert len(pr.levels_from(0.5, grid)) == 65  # the whole grid: plain sampling
+
+    graphs = [nx.stochastic_block_model([12, 14], [[0.3, 0.005], [0.005, 0.3]], seed=s)
+              for s in range(3)]
+    batch = graphs_to_batch(graphs, 30)
+    adj0 = jnp.asarray(batch.adj, jnp.float32)
+    oracle = types.SimpleNamespace(apply=lambda params, a, m, t, s: 30.0 * (2.0 * adj0 - 1.0))
+    run = types.SimpleNamespace(model=oracle, params=None, process=types.SimpleNamespace(
+        prior_density=0.1, num_timesteps=32))
+    import jax
+    for start in (0.05, 0.5):
+        out, steps = pr.partial_reverse(run, jax.random.key(0), batch.adj, batch.node_mask,
+                                        start, grid, SamplerLevers(logit_scale=0.9))
+        assert steps == len(pr.levels_from(start, grid)) - 1
+        np.testing.assert_array_equal(out, np.asarray(batch.adj))
