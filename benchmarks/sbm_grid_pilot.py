@@ -162,12 +162,22 @@ def main() -> None:
     write(result, args.out)
 
 
+TABLE_COLUMNS = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",
+                 "num_blocks_mean", "min_block_mean", "max_block_mean")
+
+
+def table_cells(summary: dict) -> list[str]:
+    """The ``TABLE_COLUMNS`` cells of an arm's ``summarize`` summary."""
+    return [f"{summary[c]:.1%}" if c.startswith(("valid", "fails")) else
+            (str(summary[c]) if isinstance(summary[c], int) else f"{summary[c]:.2f}")
+            for c in TABLE_COLUMNS]
+
+
 def write(result: dict, out: str, quiet: bool = False) -> None:
     """``OUT.json`` and the table ``OUT.md``."""
     with open(out + ".json", "w") as f:
         json.dump(result, f)
-    cols = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",
-            "num_blocks_mean", "min_block_mean", "max_block_mean")
+    cols = TABLE_COLUMNS
     fits = ", ".join(sorted({arm.get("fit", result["fit"]) for arm in result["arms"].values()}))
     lines = [f"SBM sampler pilot: {result['workdir']} ({result['checkpoint']}, epoch "
              f"{result['checkpoint_epoch']}), {result.get('num', '?')} graphs x seeds "
@@ -176,9 +186,7 @@ def write(result: dict, out: str, quiet: bool = False) -> None:
              "| arm | steps | options | " + " | ".join(cols) + " | sampling s |",
              "|---|---|---|" + "---|" * (len(cols) + 1)]
     for name, arm in result["arms"].items():
-        s = arm["summary"]
-        cells = [f"{s[c]:.1%}" if c.startswith(("valid", "fails")) else
-                 (str(s[c]) if isinstance(s[c], int) else f"{s[c]:.2f}") for c in cols]
+        cells = table_cells(arm["summary"])
         opts = ", ".join(f"{k}={v}" for k, v in arm.get("options", {"grid": name}).items())
         lines.append(f"| {name} | {arm.get('num_steps', result['num_steps'])} | {opts} | "
                      + " | ".join(cells) + f" | {arm['sample_seconds']:.0f} |")

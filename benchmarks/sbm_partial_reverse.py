@@ -28,11 +28,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from sbm_failures import describe, summarize  # noqa: E402
+from sbm_failures import summarize  # noqa: E402
+from sbm_grid_pilot import TABLE_COLUMNS, fit_arm, table_cells  # noqa: E402
 
 from ddgjax.data import load_dataset  # noqa: E402
 from ddgjax.graphs import batch_to_graphs, graphs_to_batch  # noqa: E402
-from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
 from ddgjax.processes.bitflip import (SamplerLevers, q_sample, reverse_step,  # noqa: E402
                                       sampling_grid)
 from ddgjax.sampling import load_run  # noqa: E402
@@ -106,7 +106,7 @@ def main() -> None:
               "num": len(graphs), "num_nodes": [g.number_of_nodes() for g in graphs],
               "grid": args.grid, "num_steps": args.num_steps, "logit_scale": args.logit_scale,
               "seed": args.seed, "device": jax.devices()[0].device_kind, "arms": {}}
-    rows_data, fit = fit_rows(graphs, args.fit)
+    rows_data, fit = fit_arm(graphs, args.fit)
     result["fit"] = fit
     result["arms"]["data"] = {"level": 0.0, "steps": 0, "summary": summarize(rows_data),
                               "graphs": rows_data, "seconds": 0.0}
@@ -118,7 +118,7 @@ def main() -> None:
                                      batch.node_mask, level, grid_levels, levers)
         out = batch_to_graphs(adj, np.asarray(batch.node_mask).sum(-1))
         seconds = time.time() - t0
-        rows, _ = fit_rows(out, args.fit)
+        rows, _ = fit_arm(out, args.fit)
         name = f"from_{level:g}"
         result["arms"][name] = {"level": level, "steps": steps, "summary": summarize(rows),
                                 "graphs": rows, "seconds": seconds,
@@ -128,17 +128,11 @@ def main() -> None:
     write(result, args.out)
 
 
-def fit_rows(graphs, fit) -> tuple[list[dict], str]:
-    blocks, label = sbm_partitions(graphs, fit=fit)
-    return [describe(g, b) for g, b in zip(graphs, blocks)], label
-
-
 def write(result: dict, out: str, quiet: bool = False) -> None:
     """``OUT.json`` and the table ``OUT.md``."""
     with open(out + ".json", "w") as f:
         json.dump(result, f)
-    cols = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",
-            "num_blocks_mean", "min_block_mean", "max_block_mean")
+    cols = TABLE_COLUMNS
     lines = [f"SBM partial reverse chains: {result['workdir']} ({result['checkpoint']}, epoch "
              f"{result['checkpoint_epoch']}), {result['num']} training graphs of "
              f"{result['nodes']} nodes, grid {result['grid']} ({result['num_steps']} steps), "
@@ -147,9 +141,7 @@ def write(result: dict, out: str, quiet: bool = False) -> None:
              "| start level | steps | " + " | ".join(cols) + " | s |",
              "|---|---|" + "---|" * (len(cols) + 1)]
     for name, arm in result["arms"].items():
-        s = arm["summary"]
-        cells = [f"{s[c]:.1%}" if c.startswith(("valid", "fails")) else
-                 (str(s[c]) if isinstance(s[c], int) else f"{s[c]:.2f}") for c in cols]
+        cells = table_cells(arm["summary"])
         label = "clean graphs" if name == "data" else f"{arm['level']:g}"
         lines.append(f"| {label} | {arm['steps']} | " + " | ".join(cells)
                      + f" | {arm['seconds']:.0f} |")
