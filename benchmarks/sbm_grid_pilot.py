@@ -190,6 +190,11 @@ def write(result: dict, out: str, quiet: bool = False) -> None:
         opts = ", ".join(f"{k}={v}" for k, v in arm.get("options", {"grid": name}).items())
         lines.append(f"| {name} | {arm.get('num_steps', result['num_steps'])} | {opts} | "
                      + " | ".join(cells) + f" | {arm['sample_seconds']:.0f} |")
+    write_markdown(out, lines, quiet)
+
+
+def write_markdown(out: str, lines: list[str], quiet: bool = False) -> None:
+    """``OUT.md`` from the table's lines (and print them unless ``quiet``)."""
     with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     if not quiet:

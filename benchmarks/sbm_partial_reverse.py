@@ -29,7 +29,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from sbm_failures import summarize  # noqa: E402
-from sbm_grid_pilot import TABLE_COLUMNS, fit_arm, table_cells  # noqa: E402
+from sbm_grid_pilot import TABLE_COLUMNS, fit_arm, table_cells, write_markdown  # noqa: E402
 
 from ddgjax.data import load_dataset  # noqa: E402
 from ddgjax.graphs import batch_to_graphs, graphs_to_batch  # noqa: E402
@@ -145,10 +145,7 @@ def write(result: dict, out: str, quiet: bool = False) -> None:
         label = "clean graphs" if name == "data" else f"{arm['level']:g}"
         lines.append(f"| {label} | {arm['steps']} | " + " | ".join(cells)
                      + f" | {arm['seconds']:.0f} |")
-    with open(out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    if not quiet:
-        print("\n".join(lines))
+    write_markdown(out, lines, quiet)
 
 
 if __name__ == "__main__":
