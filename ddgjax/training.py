@@ -682,6 +682,10 @@ def _check_seed_record(workdir: str, seed: int) -> None:
 # H200 (docs/benchmarks.md, round 17).
 PROGRESS_PIECES = 10
 PROGRESS_MIN_STEPS = 8
+# The loop queues up to this many jitted calls ahead of reading their losses: all the
+# pieces of a chunk with a progress bar, and as many steps of a chunk with size buckets
+# (one call per step). Each queued call holds its output state until it runs.
+CALLS_IN_FLIGHT = 16
 
 
 def progress_piece_steps(total: int) -> int:
@@ -726,8 +730,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     One jitted chunk runs up to a checkpoint boundary. The host work of a chunk (reading
     its losses, the divergence check, logging, validation, the checkpoint saves) runs
     once the next chunk's first call is queued, so the device trains on while the host
-    works. A chunk's state is an input of the next chunk, not donated, so it stays
-    readable. A run interrupted before a chunk's host work keeps the checkpoint before
+    works (``_run_epochs``: once up to ``CALLS_IN_FLIGHT`` of its calls are queued). A
+    chunk's state is an input of the next chunk, not donated, so it stays readable. A run interrupted before a chunk's host work keeps the checkpoint before
     it (and resumes from there to the same result)."""
     config, spe = setup.config, setup.steps_per_epoch
     start_epoch = runs[0].start_epoch
@@ -786,14 +790,14 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
         previous, pending = pending, None
         t0, host_s = time.time(), [0.0]
 
-        def after_first(previous=previous):
+        def after_queued(previous=previous):
             if previous is not None:
                 t = time.time()
                 finish(previous)
                 host_s[0] += time.time() - t
 
         state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
-                                             next_stop, stacked, report, after_first)
+                                             next_stop, stacked, report, after_queued)
         times["chunks"] += time.time() - t0 - host_s[0]
         pending = (state, losses, weights, epoch, next_stop)
         epoch = next_stop
@@ -821,7 +825,7 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
 
 def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, epoch: int,
                 end_epoch: int, stacked: bool, report: Callable | None = None,
-                after_first: Callable | None = None):
+                after_queued: Callable | None = None):
     """Queue epochs ``epoch .. end_epoch - 1``: ``(state, losses, step weights [n_ep, spe]
     or None)``, ``losses`` the calls' device arrays (``np.concatenate`` of them on the
     host: ``[n_ep * spe, R]``, or ``[n_ep * spe]`` for one run).
@@ -830,22 +834,32 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
     ``report`` (``_progress_report``) equal pieces of ``progress_piece_steps`` steps. With
     size buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled
     program per bucket shape), in the epoch's interleaved bucket order; every call updates
-    the same state. ``report(steps_done, losses)`` follows each call once the next one is
-    queued; ``after_first()`` runs once, when the first call is queued (the loop's host
-    work for the previous chunk).
+    the same state. Up to ``CALLS_IN_FLIGHT`` calls are queued ahead of the host:
+    ``after_queued()`` (the loop's host work for the previous chunk) runs once that many
+    (or all) are queued, and ``report(steps_done, losses)`` follows each call in order,
+    reading its losses (which waits for it) only once the calls after it are queued.
     """
     mesh, n_ep, spe = setup.mesh, end_epoch - epoch, setup.steps_per_epoch
-    losses, queued = [], 0   # queued: the steps of the calls made so far
+    losses, done = [], []   # done[i]: the chunk's steps after call i
+    settled = 0             # calls reported (or waited for) so far
 
-    def call(steps, *args):
-        nonlocal state, queued
+    def settle(upto):
+        nonlocal settled
+        while settled < upto:
+            if report is not None:
+                report(epoch * spe + done[settled], losses[settled])
+            else:
+                jax.block_until_ready(losses[settled])
+            settled += 1
+
+    def call(num_calls, steps, *args):
+        nonlocal state
         state, loss = chunk_fn(state, *args)
-        if not losses and after_first is not None:
-            after_first()
-        if report is not None and losses:  # the previous call, read while this one runs
-            report(epoch * spe + queued, losses[-1])
         losses.append(loss)
-        queued += steps
+        done.append((done[-1] if done else 0) + steps)
+        if len(losses) == min(CALLS_IN_FLIGHT, num_calls) and after_queued is not None:
+            after_queued()
+        settle(len(losses) - CALLS_IN_FLIGHT)
 
     if setup.buckets is None:
         # Each run's batches: those of a single run of its seed, [S, R, B] (or [S, B]).
@@ -857,7 +871,7 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
         sharding = batch_sharded(mesh, idx.ndim - 1)
         size = progress_piece_steps(len(idx)) if report is not None else len(idx)
         for lo in range(0, len(idx), size):
-            call(size, device_data.adj, device_data.node_mask,
+            call(len(idx) // size, size, device_data.adj, device_data.node_mask,
                  put_global(idx[lo:lo + size], sharding))
         weights = None
     else:
@@ -867,9 +881,9 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
         sharding = batch_sharded(mesh, 1)
         for b, idx, w in zip(order, batches, weights):
             data = device_data[b]
-            call(1, data.adj, data.node_mask, put_global(idx[None], sharding),
+            call(len(order), 1, data.adj, data.node_mask, put_global(idx[None], sharding),
                  replicate(w[None], mesh))
         weights = weights.reshape(n_ep, spe)
     if report is not None:
-        report(epoch * spe + queued, losses[-1])
+        settle(len(losses))
     return state, losses, weights

@@ -446,9 +446,10 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
 
 
 def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch):
-    """A chunk's host work (losses, logging, saves) runs once the next chunk's call is
-    queued, so the device never waits for it; a run interrupted in that window keeps the
-    checkpoint before and resumes to the uninterrupted run."""
+    """A chunk's host work (losses, logging, saves) runs once the next chunk's calls are
+    queued (all its pieces with the progress bar), so the device does not wait for it; a
+    run interrupted in that window keeps the checkpoint before and resumes to the
+    uninterrupted run."""
     cfg = test_config.get_config()
     cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 6, 2
     events = []
@@ -485,3 +486,12 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
     training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
     assert events == [("call", 2 * spe), ("call", 4 * spe), ("save", 4), ("save", 6)]
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
+    # with the progress bar a chunk is several calls: all of them are queued before the
+    # previous chunk's boundary work
+    events.clear()
+    cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 8, 4
+    training.train(cfg, str(tmp_path / "bar"), verbose=True, devices=ONE)
+    piece = training.progress_piece_steps(4 * spe)
+    assert 1 < 4 * spe // piece <= training.CALLS_IN_FLIGHT
+    calls = lambda e: [("call", e * spe + k * piece) for k in range(4 * spe // piece)]
+    assert events == calls(0) + calls(4) + [("save", 4), ("save", 8)]
