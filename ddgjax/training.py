@@ -729,10 +729,11 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
 
     One jitted chunk runs up to a checkpoint boundary. The host work of a chunk (reading
     its losses, the divergence check, logging, validation, the checkpoint saves) runs
-    once the next chunk's first call is queued, so the device trains on while the host
-    works (``_run_epochs``: once up to ``CALLS_IN_FLIGHT`` of its calls are queued). A
-    chunk's state is an input of the next chunk, not donated, so it stays readable. A run interrupted before a chunk's host work keeps the checkpoint before
-    it (and resumes from there to the same result)."""
+    once the next chunk's calls are queued (``_run_epochs``: up to ``CALLS_IN_FLIGHT`` of
+    them), so the device trains on while the host works. A chunk's state is an input of
+    the next chunk, not donated, so it stays readable. A run interrupted before a
+    chunk's host work keeps the checkpoint before it (and resumes from there to the
+    same result)."""
     config, spe = setup.config, setup.steps_per_epoch
     start_epoch = runs[0].start_epoch
     num_epochs = config.train.num_epochs
@@ -791,13 +792,17 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
         t0, host_s = time.time(), [0.0]
 
         def after_queued(previous=previous):
-            if previous is not None:
+            nonlocal previous_done
+            if previous is not None and not previous_done:
+                previous_done = True
                 t = time.time()
                 finish(previous)
                 host_s[0] += time.time() - t
 
+        previous_done = False
         state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
                                              next_stop, stacked, report, after_queued)
+        after_queued()  # the previous chunk's host work, if _run_epochs did not run it
         times["chunks"] += time.time() - t0 - host_s[0]
         pending = (state, losses, weights, epoch, next_stop)
         epoch = next_stop
