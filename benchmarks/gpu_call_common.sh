@@ -8,6 +8,7 @@
 #                           the ddgjax CLIs turn SIGTERM into a clean interrupt.)
 #   pack_sbm                the SBM workdir in <= 15 MiB parts ($OUT/sbm_ckpt.tar.gz.part_*;
 #                           cat them | tar xz to resume elsewhere)
+#   cache_cold_warm MIN MAX the Ego-small warm/cold compile-cache pair (below)
 #   pack_results            $OUT/res as $OUT/results.tar.gz, and a listing
 #   step NAME MIN MAX CMD...  run CMD (output to $OUT/res/NAME.log) if MIN seconds are left
 #                           before $HARD (set by the driver), for at most MAX seconds; its
@@ -44,4 +45,16 @@ step() {
   if [ -n "${FINAL:-}" ]; then
     tar czf "$FINAL/results.tar.gz.tmp" -C "$OUT" res && mv "$FINAL/results.tar.gz.tmp" "$FINAL/results.tar.gz"
   fi
+}
+# cache_cold_warm MIN MAX: `step` the one Ego-small run of seeds_speed.py twice with JAX's
+# persistent compilation cache in a fresh directory, every program cached however short
+# its compile: seeds_cache_cold (filling it), then seeds_cache_warm.
+cache_cold_warm() {
+  rm -rf /tmp/ddgjax_jcache
+  local k
+  for k in cold warm; do
+    JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+      JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k "$1" "$2" \
+      python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
+  done
 }

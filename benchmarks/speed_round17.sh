@@ -57,11 +57,6 @@ if [ "$ngpu" -ge 2 ]; then
       --epochs 450 --chunks 3 --out "$OUT/res/two_gpus_${vis/,/_}.json" configs/paper.py:planar_60,ppgn,simple
   done
 fi
-rm -rf /tmp/ddgjax_jcache
-for k in cold warm; do
-  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
-    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
-done
+cache_cold_warm 45 90
 tar czf "$FINAL/results.tar.gz" -C "$OUT" res
 echo "packed at $(elapsed) s"; ls -la "$FINAL"

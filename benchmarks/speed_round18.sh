@@ -32,12 +32,7 @@ if [ "$ngpu" -ge 2 ]; then
   done
 fi
 step seeds_new 100 200 python benchmarks/seeds_speed.py --seeds 5 --out "$OUT/res/seeds_new.json"
-rm -rf /tmp/ddgjax_jcache
-for k in cold warm; do
-  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-    JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0 step seeds_cache_$k 45 90 \
-    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
-done
+cache_cold_warm 45 90
 step bar_new 30 60 python benchmarks/epoch_times.py --epochs 1000 --progress \
   --out "$OUT/res/bar_new.json" $EGO
 if [ -d .baseline ]; then

@@ -16,12 +16,7 @@ source "$(dirname "$0")/gpu_call_common.sh"
 HARD=${HARD_SECONDS:-540}
 export CUDA_VISIBLE_DEVICES=0
 step seeds_new 90 150 python benchmarks/seeds_speed.py --seeds 5 --out "$OUT/res/seeds_new.json"
-rm -rf /tmp/ddgjax_jcache
-for k in cold warm; do
-  JAX_COMPILATION_CACHE_DIR=/tmp/ddgjax_jcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-    step seeds_cache_$k 40 80 \
-    python benchmarks/seeds_speed.py --skip_multi --out "$OUT/res/seeds_cache_$k.json"
-done
+cache_cold_warm 40 80
 step cli_rerun 80 120 bash benchmarks/cli_rerun.sh "$OUT/res/cli"
 if [ -d .baseline ]; then
   (cd .baseline && step seeds_base 110 180 python benchmarks/seeds_speed.py --seeds 5 \

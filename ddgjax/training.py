@@ -746,12 +746,19 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     t_start = time.time()
     # first_call: until the first chunk's losses were read; chunks: the host blocked in
     # jitted calls or waiting for their losses; val/ckpt: at boundaries
-    times = {"first_call": None, "chunks": 0.0, "val": 0.0, "ckpt": 0.0, "ready": t_start}
+    # host: in finish() (its wait for the losses counted again under chunks)
+    times = {"first_call": None, "chunks": 0.0, "val": 0.0, "ckpt": 0.0, "host": 0.0,
+             "ready": t_start}
 
     def finish(chunk):
         """The host work of a queued chunk ``(state, losses, weights, first, last)``."""
-        chunk_state, chunk_losses, weights, first, last = chunk
         t0 = time.time()
+        try:
+            _finish(*chunk, t0)
+        finally:
+            times["host"] += time.time() - t0
+
+    def _finish(chunk_state, chunk_losses, weights, first, last, t0):
         losses = np.concatenate(to_host(chunk_losses)).reshape(last - first, spe, len(runs))
         now = time.time()
         times["chunks"] += now - t0
@@ -784,26 +791,16 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     while epoch < end_epoch:
         # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
         next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
-        if times["first_call"] is None and pending is None and bar.enabled:
+        if epoch == start_epoch and bar.enabled:
             shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
             print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
                   file=sys.stderr, flush=True)
         previous, pending = pending, None
-        t0, host_s = time.time(), [0.0]
-
-        def after_queued(previous=previous):
-            nonlocal previous_done
-            if previous is not None and not previous_done:
-                previous_done = True
-                t = time.time()
-                finish(previous)
-                host_s[0] += time.time() - t
-
-        previous_done = False
-        state, losses, weights = _run_epochs(setup, runs, chunk_fn, state, device_data, epoch,
-                                             next_stop, stacked, report, after_queued)
-        after_queued()  # the previous chunk's host work, if _run_epochs did not run it
-        times["chunks"] += time.time() - t0 - host_s[0]
+        t0, host0 = time.time(), times["host"]
+        state, losses, weights = _run_epochs(
+            setup, runs, chunk_fn, state, device_data, epoch, next_stop, stacked, report,
+            None if previous is None else lambda: finish(previous))
+        times["chunks"] += time.time() - t0 - (times["host"] - host0)
         pending = (state, losses, weights, epoch, next_stop)
         epoch = next_stop
     if pending is not None:
@@ -863,7 +860,7 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
         losses.append(loss)
         done.append((done[-1] if done else 0) + steps)
         if len(losses) == min(CALLS_IN_FLIGHT, num_calls) and after_queued is not None:
-            after_queued()
+            after_queued()  # exactly once: every chunk makes at least one call
         settle(len(losses) - CALLS_IN_FLIGHT)
 
     if setup.buckets is None:
