@@ -731,9 +731,11 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     its losses, the divergence check, logging, validation, the checkpoint saves) runs
     once the next chunk's calls are queued (``_run_epochs``: up to ``CALLS_IN_FLIGHT`` of
     them), so the device trains on while the host works. A chunk's state is an input of
-    the next chunk, not donated, so it stays readable. A run interrupted before a
-    chunk's host work keeps the checkpoint before it (and resumes from there to the
-    same result)."""
+    the next chunk, not donated, so it stays readable. A Ctrl-C or SIGTERM never
+    drops a boundary: a chunk's host work, once begun, runs to its end before the
+    interrupt acts (``deferred``), and a chunk whose host work had not begun when the
+    interrupt came gets it then (its boundary's validation and checkpoint), before
+    the interrupt propagates."""
     config, spe = setup.config, setup.steps_per_epoch
     start_epoch = runs[0].start_epoch
     num_epochs = config.train.num_epochs
@@ -750,11 +752,16 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     times = {"first_call": None, "chunks": 0.0, "val": 0.0, "ckpt": 0.0, "host": 0.0,
              "ready": t_start}
 
+    begun = set()   # the first epochs of the chunks whose host work has begun
+
     def finish(chunk):
-        """The host work of a queued chunk ``(state, losses, weights, first, last)``."""
+        """The host work of a queued chunk ``(state, losses, weights, first, last)``; an
+        interrupt meanwhile is held until it is done."""
         t0 = time.time()
         try:
-            _finish(*chunk, t0)
+            with deferred():
+                begun.add(chunk[3])
+                _finish(*chunk, t0)
         finally:
             times["host"] += time.time() - t0
 
@@ -781,30 +788,36 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
             for run, st, meta in zip(runs, states, metas):
                 run.validate(st, last, step, meta, bar)
             t2 = time.time()
-            with deferred():  # all runs' saves of this boundary start before a Ctrl-C acts
-                for run, st, meta in zip(runs, states, metas):
-                    run.save(st, step, meta)
+            for run, st, meta in zip(runs, states, metas):  # under finish's deferred()
+                run.save(st, step, meta)
             times["val"] += t2 - t1
             times["ckpt"] += time.time() - t2
 
-    pending = None
-    while epoch < end_epoch:
-        # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
-        next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
-        if epoch == start_epoch and bar.enabled:
-            shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
-            print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
-                  file=sys.stderr, flush=True)
-        previous, pending = pending, None
-        t0, host0 = time.time(), times["host"]
-        state, losses, weights = _run_epochs(
-            setup, runs, chunk_fn, state, device_data, epoch, next_stop, stacked, report,
-            None if previous is None else lambda: finish(previous))
-        times["chunks"] += time.time() - t0 - (times["host"] - host0)
-        pending = (state, losses, weights, epoch, next_stop)
-        epoch = next_stop
-    if pending is not None:
-        finish(pending)
+    previous = pending = None
+    try:
+        while epoch < end_epoch:
+            # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
+            next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
+            if epoch == start_epoch and bar.enabled:
+                shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
+                print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
+                      file=sys.stderr, flush=True)
+            previous, pending = pending, None
+            t0, host0 = time.time(), times["host"]
+            state, losses, weights = _run_epochs(
+                setup, runs, chunk_fn, state, device_data, epoch, next_stop, stacked, report,
+                None if previous is None else lambda: finish(previous))
+            times["chunks"] += time.time() - t0 - (times["host"] - host0)
+            pending = (state, losses, weights, epoch, next_stop)
+            epoch = next_stop
+        if pending is not None:
+            finish(pending)
+    except KeyboardInterrupt:
+        # the queued chunks whose host work had not begun: their boundaries are kept
+        for chunk in (previous, pending):
+            if chunk is not None and chunk[3] not in begun:
+                finish(chunk)
+        raise
     t3 = time.time()
     for run in runs:  # the last boundary's writes: final before the run reports its end
         run.writer.wait()

@@ -448,8 +448,8 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
 def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch):
     """A chunk's host work (losses, logging, saves) runs once the next chunk's calls are
     queued (all its pieces with the progress bar), so the device does not wait for it; a
-    run interrupted in that window keeps the checkpoint before and resumes to the
-    uninterrupted run."""
+    run interrupted in that window still gets the previous chunk's boundary (its
+    checkpoint) and resumes from it to the uninterrupted run."""
     cfg = test_config.get_config()
     cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 6, 2
     events = []
@@ -479,12 +479,13 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
     events[:] = ["interrupt"]
     with pytest.raises(KeyboardInterrupt):
         training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
-    assert events[1:] == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe)]
+    assert events[1:] == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe),
+                          ("save", 4)]
     from ddgjax import checkpoints
-    assert checkpoints.latest_step(str(tmp_path / "cut"), "latest") == 2 * spe
+    assert checkpoints.latest_step(str(tmp_path / "cut"), "latest") == 4 * spe
     events.clear()
     training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
-    assert events == [("call", 2 * spe), ("call", 4 * spe), ("save", 4), ("save", 6)]
+    assert events == [("call", 4 * spe), ("save", 6)]
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
     # with the progress bar a chunk is several calls: all of them are queued before the
     # previous chunk's boundary work
@@ -495,3 +496,31 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
     assert 1 < 4 * spe // piece <= training.CALLS_IN_FLIGHT
     calls = lambda e: [("call", e * spe + k * piece) for k in range(4 * spe // piece)]
     assert events == calls(0) + calls(4) + [("save", 4), ("save", 8)]
+
+
+def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, monkeypatch):
+    """A SIGINT that arrives while a boundary logs its chunk (before its saves) is held
+    until the boundary's checkpoint is written, then ends the run; the resume equals the
+    uninterrupted run."""
+    import os
+    import signal
+
+    from ddgjax import checkpoints
+    cfg = test_config.get_config()
+    cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 4, 2
+    training.train(cfg, str(tmp_path / "full"), verbose=False, devices=ONE)
+    real_log = training._Run.log_chunk
+
+    def log_then_signal(run, losses, epoch, *rest):
+        if epoch == 2:
+            os.kill(os.getpid(), signal.SIGINT)   # held until the boundary is saved
+        return real_log(run, losses, epoch, *rest)
+
+    monkeypatch.setattr(training._Run, "log_chunk", log_then_signal)
+    cut = str(tmp_path / "cut")
+    with pytest.raises(KeyboardInterrupt, match="^interrupted at epoch 2; resume"):
+        training.train(cfg, cut, verbose=False, devices=ONE)
+    assert checkpoints.restore_meta(cut, "latest")["epoch"] == 2
+    monkeypatch.undo()
+    training.train(cfg, cut, verbose=False, devices=ONE)
+    _assert_same_run(tmp_path / "cut", tmp_path / "full")
