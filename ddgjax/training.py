@@ -816,6 +816,9 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
         # the queued chunks whose host work had not begun: their boundaries are kept
         for chunk in (previous, pending):
             if chunk is not None and chunk[3] not in begun:
+                if bar.enabled:
+                    print(f"\nfinishing epoch {chunk[4]}'s checkpoint before stopping...",
+                          file=sys.stderr, flush=True)
                 finish(chunk)
         raise
     t3 = time.time()
