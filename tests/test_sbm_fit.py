@@ -74,3 +74,62 @@ def test_fit_models_and_benchmark_vertices():
     blocks = own_fit_on_benchmark_vertices(h)
     assert blocks[-2:].tolist() == [-1, -1] and same_partition(blocks[:50], truth)
     assert own_fit_on_benchmark_vertices(nx.empty_graph(3)).tolist() == [-1, -1, -1]
+
+
+def _labelled_sbm_graphs(count: int) -> list:
+    """Planted SBM graphs with string node labels, some with trailing isolated nodes."""
+    graphs = []
+    for k in range(count):
+        g, _ = planted_sbm([20 + k % 3, 22, 21 + k % 2][: 2 + k % 2], seed=100 + k)
+        g = nx.relabel_nodes(g, {v: f"v{v}" for v in g.nodes})
+        if k % 2:
+            g.add_nodes_from(["iso_a", "iso_b"])   # left out by the benchmark's fit
+        graphs.append(g)
+    return graphs
+
+
+def test_our_fit_in_worker_processes_equals_the_fit_here():
+    import warnings
+
+    from ddgjax.metrics import sbm_fit_pool
+    graphs = _labelled_sbm_graphs(8)
+    fit = own_fit_on_benchmark_vertices
+    here = sbm_fit_pool.labels_in_workers(fit, graphs, seed=2, workers=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # a worker failure would warn and fall back
+        pooled = sbm_fit_pool.labels_in_workers(fit, graphs, seed=2, workers=2)
+    assert len(pooled) == len(graphs)
+    for g, a, b in zip(graphs, here, pooled):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, own_fit_on_benchmark_vertices(g, seed=2))
+    assert (here[1][-2:] == -1).all()
+    rec = sbm_fit_pool.graph_record(graphs[0])
+    back = sbm_fit_pool.graph_from_record(rec)
+    assert list(back.nodes) == list(range(graphs[0].number_of_nodes()))
+    assert back.number_of_edges() == graphs[0].number_of_edges()
+
+
+def test_our_fit_falls_back_when_a_worker_fails(monkeypatch):
+    import sys
+
+    from ddgjax.metrics import sbm_fit_pool
+    graphs = _labelled_sbm_graphs(8)
+    monkeypatch.setattr(sbm_fit_pool, "WORKER_COMMAND", (sys.executable, "-c",
+                                                         "import sys; sys.exit(3)"))
+    with pytest.warns(RuntimeWarning, match="status 3.*fitting in this process"):
+        got = sbm_fit_pool.labels_in_workers(own_fit_on_benchmark_vertices, graphs, seed=0,
+                                             workers=2)
+    for g, b in zip(graphs, got):
+        np.testing.assert_array_equal(b, own_fit_on_benchmark_vertices(g, seed=0))
+
+
+def test_fit_workers_reads_its_variable(monkeypatch):
+    from ddgjax.metrics import sbm_fit_pool
+    monkeypatch.setenv("DDGJAX_SBM_FIT_WORKERS", "3")
+    assert sbm_fit_pool.fit_workers() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("DDGJAX_SBM_FIT_WORKERS", bad)
+        with pytest.raises(ValueError, match=r"\$DDGJAX_SBM_FIT_WORKERS: expected a whole"):
+            sbm_fit_pool.fit_workers()
+    monkeypatch.delenv("DDGJAX_SBM_FIT_WORKERS")
+    assert 1 <= sbm_fit_pool.fit_workers() <= sbm_fit_pool.MAX_DEFAULT_WORKERS

@@ -44,6 +44,7 @@ from scipy import linalg as slinalg
 from scipy.special import gammaln
 
 from ddgjax.metrics.graph_tool_bridge import GraphToolError, find_graph_tool, graph_tool_blocks
+from ddgjax.metrics.sbm_fit_pool import labels_in_workers
 
 
 def _lnbinom(a, b):
@@ -424,7 +425,8 @@ def sbm_partitions(graphs: Sequence[nx.Graph], fit: str | None = None, seed: int
     failed fit); ``label`` is e.g. ``"graph-tool 2.45"`` or ``"ddgjax"``. With
     ``fit="auto"`` (or None), a graph-tool interpreter that fails gives a warning and
     our fit; with ``fit="graph-tool"`` it raises. ``refinement_steps`` is graph-tool's
-    number of merge-split sweeps; ``seed`` seeds either fit.
+    number of merge-split sweeps; ``seed`` seeds either fit. Our fit runs in worker
+    processes (:mod:`ddgjax.metrics.sbm_fit_pool`, ``$DDGJAX_SBM_FIT_WORKERS``).
     """
     runtime, label = resolve_sbm_fit(fit)
     graphs = list(graphs)
@@ -436,7 +438,7 @@ def sbm_partitions(graphs: Sequence[nx.Graph], fit: str | None = None, seed: int
             if fit == "graph-tool":
                 raise
             warnings.warn(f"{err}; using ddgjax's own SBM fit instead", RuntimeWarning)
-    return [own_fit_on_benchmark_vertices(g, seed=seed) for g in graphs], OWN_FIT_LABEL
+    return labels_in_workers(own_fit_on_benchmark_vertices, graphs, seed=seed), OWN_FIT_LABEL
 
 
 def benchmark_vertex_count(g: nx.Graph) -> int:
