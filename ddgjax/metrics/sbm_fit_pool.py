@@ -101,7 +101,7 @@ def labels_in_workers(fit: Callable, graphs: Sequence[nx.Graph], seed: int = 0,
     workers = min(workers, len(graphs) // MIN_GRAPHS_PER_WORKER)
     if workers < 2:
         return _fit_here(fit, graphs, seed)
-    shares = [s for s in np.array_split(np.arange(len(graphs)), workers)]
+    shares = np.array_split(np.arange(len(graphs)), workers)
     env = dict(os.environ, **WORKER_ENV)
     procs = []
     try:
@@ -117,8 +117,8 @@ def labels_in_workers(fit: Callable, graphs: Sequence[nx.Graph], seed: int = 0,
         out: list[np.ndarray] = [np.zeros(0, np.int64)] * len(graphs)
         for proc, share, (stdout, stderr) in zip(procs, shares, replies):
             if proc.returncode != 0:
-                raise RuntimeError(f"a worker exited with status {proc.returncode}: "
-                                   f"{stderr.strip().splitlines()[-1:] or ''}")
+                last = (stderr.strip().splitlines() or ["no message"])[-1]
+                raise RuntimeError(f"a worker exited with status {proc.returncode}: {last}")
             blocks = json.loads(stdout)["blocks"]
             if len(blocks) != len(share):
                 raise RuntimeError(f"a worker returned {len(blocks)} partitions for "
