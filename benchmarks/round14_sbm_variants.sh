@@ -21,7 +21,8 @@
 # parts if larger than 16 MB).
 # $OUT: results.tar.gz (res/: logs, metrics, samples, times) and the checkpoint tars.
 # GRID (default power:2) and SEED (default 1) change the sampling grid of validation and
-# of the final samples, and the training seed, for every variant.
+# of the final samples, and the training seed, for every variant; SAMPLE_STEPS (default
+# 64) the final samples' number of steps.
 # EXTRA_ALL: more overrides for every variant (a CPU dry run: a tiny model, few epochs).
 # Usage: CALL=1 bash benchmarks/round14_sbm_variants.sh OUT
 set -uo pipefail
@@ -63,7 +64,7 @@ for name in "${names[@]}"; do
   cp $RUNS/$name/metrics.jsonl "$OUT/res/metrics_${name}.jsonl" 2>/dev/null
   CUDA_VISIBLE_DEVICES=$(( k % ngpu )) python benchmarks/vun_eval.py --workdir $RUNS/$name \
     --checkpoint best_val --ema --validity none --protocol none --seeds 5 --num_samples 40 \
-    --num_steps 64 $SAMPLER --name sbm14_${name}_c$CALL --out "$OUT/res/samples" \
+    --num_steps ${SAMPLE_STEPS:-64} $SAMPLER --name sbm14_${name}_c$CALL --out "$OUT/res/samples" \
     > "$OUT/res/vun_${name}_c$CALL.log" 2>&1 &
   pids+=($!); k=$(( k + 1 ))
 done
