@@ -1,9 +1,10 @@
 """Our own SBM fit over many graphs in worker processes.
 
 :func:`ddgjax.metrics.sbm_fit.own_fit_on_benchmark_vertices` is single-threaded Python
-and NumPy, about 0.1 s per SPECTRE SBM graph, and a training run's validation fits
-every one of its samples (128 by default): on a GPU machine that was ~15 s of every
-~22 s validation, with the device idle (docs/benchmarks.md, "Size buckets").
+and NumPy, 0.1–0.2 s per SPECTRE SBM graph on a 2-core VM, and a training run's
+validation fits every one of its samples (128 by default) while the device waits: SBM
+validations took ~24 s each in round 19, against ~2 s of sampling (docs/RESULTS.md,
+"Round 19").
 
 :func:`labels_in_workers` starts ``workers`` fresh interpreters (``python -m
 ddgjax.metrics.sbm_fit_pool``), hands each a contiguous share of the graphs as JSON
