@@ -33,7 +33,7 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   the deliverable's checkpoint gave 54.5 %. Rounds 15-17 did worse with random-walk or
   Laplacian input channels, 10 blocks, self-conditioning or dropout; round 18 found half
   the learning rate, gradient clipping and 192 channels worse (54.5-55 %) and EMA 0.9995
-  level with the recipe (66 %, not adopted); round 19 found 64 channels level (63.5 %
+  level with the recipe (66 %, not adopted); round 19 found 64 channels level (64.5 %
   with graph-tool's fit, its validation validity steadier) and 96 worse (58 %)
   (docs/RESULTS.md, "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
   bfloat16 step at N = 187, batch 32, fits one H100 without it (the largest N that

@@ -75,3 +75,31 @@ def test_graph_tool_fit_on_a_few_graphs():
     np.testing.assert_array_equal(blocks[4], blocks[0])  # seeded per graph: reproducible
     valid = [sbm_blocks_pass(*sbm_block_counts(g, b)) for g, b in zip(graphs, blocks)]
     assert valid == [True, True, False, False, True]
+
+
+def test_worker_pool_fits_each_graph_in_a_fresh_process(monkeypatch):
+    """graph-tool keeps state between fits in one process, so verdicts depended on which
+    graphs a pool worker had fitted before (on timing): each graph gets its own process."""
+    from ddgjax.metrics import _graph_tool_worker as worker
+    seen = {}
+
+    class FakePool:
+        def __init__(self, processes, **kwargs):
+            seen.update(kwargs, processes=processes)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, fn, jobs, chunksize=1):
+            return [{"job": job[0]} for job in jobs]
+
+    class FakeContext:
+        Pool = FakePool
+
+    monkeypatch.setattr(worker.multiprocessing, "get_context", lambda kind: FakeContext())
+    out = worker.fit_batch([{"n": 1}, {"n": 2}, {"n": 3}], workers=2)
+    assert out == [{"job": {"n": 1}}, {"job": {"n": 2}}, {"job": {"n": 3}}]
+    assert seen == {"processes": 2, "maxtasksperchild": 1}

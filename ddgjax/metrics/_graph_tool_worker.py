@@ -84,7 +84,11 @@ def fit_batch(graphs, seed: int = 0, refinement_steps: int = 1000, workers: int 
     jobs = [(g, seed, refinement_steps) for g in graphs]
     if workers <= 1 or len(jobs) <= 1:
         return [_fit_star(j) for j in jobs]
-    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+    # a fresh process per graph (maxtasksperchild=1): a fit leaves state behind in
+    # graph-tool that changed later fits, so verdicts depended on which graphs a worker
+    # had fitted before, i.e. on timing (docs/evaluation.md)
+    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs)),
+                                                  maxtasksperchild=1) as pool:
         return pool.map(_fit_star, jobs, chunksize=1)
 
 
