@@ -39,13 +39,15 @@ def get_config():
     # dropout: p > 0 drops entries of every block's output with probability p in training
     # (0: none, the paper's).
     # remat: recompute each block in the backward pass (less memory at large N).
+    # film: condition every block on the noise level and node count by FiLM (per-graph
+    # scale and shift of each block's norm output; off: the paper's diagonal channel only).
     # fused: the block with fewer passes over memory (same parameters and function);
     # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,
                                                        self_condition=False, dropout=0.0,
-                                                       remat=False,
+                                                       remat=False, film=False,
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))

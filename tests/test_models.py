@@ -632,7 +632,7 @@ def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
 @pytest.mark.parametrize("name,options", [
     ("ppgn", dict(hidden=8, num_blocks=2)), ("edp", dict(hidden=8, num_layers=2)),
     ("ppgn", dict(hidden=8, num_blocks=2, walk_features=2, spectral_features=3,
-                  self_condition=True, noise_features="log", dropout=0.1))])
+                  self_condition=True, noise_features="log", dropout=0.1, film=True))])
 def test_init_params_do_not_depend_on_the_node_count(name, options):
     """``init_params`` traces at most ``INIT_NODES`` nodes: the same tree and values as
     ``model.init`` on graphs of the data's size."""
@@ -677,3 +677,77 @@ def test_init_params_runs_on_the_host_cpu_off_a_cpu_backend(monkeypatch):
     chex.assert_trees_all_equal(jax.device_get(models.init_params(model, jax.random.key(3), N)),
                                 jax.device_get(here))
     assert used == ["cpu"]
+
+
+def test_ppgn_film_starts_as_the_plain_model_and_conditions_on_level_and_size():
+    """film=True: the plain model's parameters plus the FiLM MLP and one head per block;
+    freshly initialised (zero heads) it computes the plain model's logits; with nonzero
+    heads it stays permutation equivariant and independent of the padding, and the
+    node count reaches the logits through FiLM alone."""
+    from ddgjax.models.ppgn import graph_conditions
+    plain = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log")
+    film = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log", film=True)
+    adj, nm = random_batch(31, [N, N - 2, 5], N)
+    t, lv = noise_inputs(B, seed=31)
+    fresh = film.init(jax.random.key(0), adj, nm, t, lv)["params"]
+    extra = sorted(set(fresh) - set(random_params(plain)["params"]))
+    assert extra == ["film_0", "film_1", "film_mlp_0", "film_mlp_1"]
+    assert fresh["film_0"]["kernel"].shape == (8, 16)
+    assert fresh["film_mlp_0"]["kernel"].shape == (3, 8)   # 2 noise channels + log2(n)/8
+    params = random_params(film)
+    base = {"params": {k: v for k, v in params["params"].items() if k not in extra}}
+    zero_heads = {"params": {**params["params"], **{
+        k: jax.tree_util.tree_map(jnp.zeros_like, params["params"][k])
+        for k in ("film_0", "film_1")}}}
+    np.testing.assert_allclose(film.apply(zero_heads, adj, nm, t, lv),
+                               plain.apply(base, adj, nm, t, lv), rtol=1e-6, atol=1e-6)
+    apply = jax.jit(film.apply)
+    out = np.asarray(apply(params, adj, nm, t, lv))
+    assert np.max(np.abs(out - np.asarray(plain.apply(base, adj, nm, t, lv)))) > 1e-3
+    perm = np.random.default_rng(2).permutation(N - 2)
+    adj_p = np.array(adj)
+    adj_p[1, :N - 2, :N - 2] = adj_p[1][np.ix_(perm, perm)]
+    np.testing.assert_allclose(np.asarray(apply(params, adj_p, nm, t, lv))[1, :N - 2, :N - 2],
+                               out[1][np.ix_(perm, perm)], rtol=1e-4, atol=1e-4)
+    adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
+    np.testing.assert_allclose(np.asarray(apply(params, adj2, nm2, t, lv))[:, :N, :N], out,
+                               rtol=1e-4, atol=1e-4)
+    cond = np.asarray(graph_conditions(jnp.asarray(lv), jnp.asarray(nm), "log"))
+    np.testing.assert_allclose(cond[:, 2], np.log2([N, N - 2, 5]) / 8, rtol=1e-6)
+    # the node count through FiLM: only the size column of the MLP's input moved
+    moved = jax.tree_util.tree_map(lambda a: a, params)
+    moved["params"]["film_mlp_0"]["kernel"] = params["params"]["film_mlp_0"]["kernel"].at[2].add(1.0)
+    assert np.max(np.abs(np.asarray(apply(moved, adj, nm, t, lv)) - out)) > 1e-3
+
+
+@pytest.mark.parametrize("remat", [False, True])
+def test_ppgn_film_fused_block_equals_the_reference_block(remat):
+    """With FiLM the fused block (and remat) still computes the reference block's
+    outputs and gradients in float32, with padding."""
+    plain = build_model("ppgn", T, hidden=8, num_blocks=2, film=True)
+    fused = build_model("ppgn", T, hidden=8, num_blocks=2, film=True, fused=True, remat=remat)
+    params = random_params(plain)
+    adj, nm = random_batch(32, [N, N - 3, 4], N)
+    t, lv = noise_inputs(B, seed=32)
+    out_ref = plain.apply(params, adj, nm, t, lv)
+    np.testing.assert_allclose(fused.apply(params, adj, nm, t, lv), out_ref, rtol=2e-5, atol=2e-5)
+    loss = lambda m: (lambda p: jnp.sum(jnp.tanh(m.apply(p, adj, nm, t, lv))))
+    g_ref, g = jax.grad(loss(plain))(params), jax.grad(loss(fused))(params)
+    assert float(jnp.max(jnp.abs(g_ref["params"]["film_1"]["kernel"]))) > 1e-4
+    scale = max(float(jnp.max(jnp.abs(x))) for x in jax.tree_util.tree_leaves(g_ref))
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
+
+
+def test_ppgn_film_with_the_pallas_kernels_equals_the_xla_path():
+    """film=True with pallas=True in bfloat16 (interpret mode on CPU) stays within
+    bfloat16 rounding of the XLA fused path."""
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16, film=True)
+    xla = build_model("ppgn", T, fused=True, **bf16)
+    fast = build_model("ppgn", T, pallas=True, **bf16)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2, film=True))
+    adj4, nm4 = random_batch(33, [8, 6, 3, 8], 8)
+    t4, lv4 = noise_inputs(4, seed=33)
+    assert "pallas_call" in str(jax.make_jaxpr(lambda p: fast.apply(p, adj4, nm4, t4, lv4))(params))
+    assert _relative_error(fast.apply(params, adj4, nm4, t4, lv4),
+                           xla.apply(params, adj4, nm4, t4, lv4)) < 2e-2

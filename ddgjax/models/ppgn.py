@@ -152,8 +152,8 @@ class PPGNBlock(nn.Module):
     eps: float = 1e-5
 
     @nn.compact
-    def __call__(self, x, mask_sq, inv_sqrt_n):
-        # mask_sq: bool [B, N, N]; inv_sqrt_n: float32 [B].
+    def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
+        # mask_sq: bool [B, N, N]; inv_sqrt_n: float32 [B]; film: None or float32 [B, 2h].
         cdt = self.compute_dtype
         # m1, m2 leave their last Dense channels-first ("dbij"), so the per-channel
         # product is a plain batched GEMM over the leading (c, b) axes and XLA needs no
@@ -164,7 +164,7 @@ class PPGNBlock(nn.Module):
         # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
         # entry (so the sum over k sees real k only) and the norm below masks the rest.
         y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-        return masked_instance_norm(y, mask_sq, self.eps).astype(cdt)
+        return film_modulate(masked_instance_norm(y, mask_sq, self.eps), film, mask_sq, cdt)
 
 
 class PPGNBlockFused(nn.Module):
@@ -192,8 +192,10 @@ class PPGNBlockFused(nn.Module):
     pallas: bool = False
 
     @nn.compact
-    def __call__(self, x, mask_sq, inv_sqrt_n):
+    def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
         cdt, h = self.compute_dtype, self.hidden
+        # with FiLM the norm hands float32 to film_modulate (XLA fuses the two passes)
+        ndt = cdt if film is None else jnp.float32
         c_in = x.shape[-1]
         (k10, b10), (k11, b11) = PairMLPParams(h, name="m1")(c_in)
         (k20, b20), (k21, b21) = PairMLPParams(h, name="m2")(c_in)
@@ -210,14 +212,16 @@ class PPGNBlockFused(nn.Module):
             nodes_sq = x.shape[1] * x.shape[2]
             if not mix_norm_kernel.supported(rows, nodes_sq, c_in, h):
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-                return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+                return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
+                                     film, mask_sq, cdt)
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
             kmix, bmix = kmix.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
                 x.astype(cdt).reshape(rows, c_in), prod.reshape(h, rows), kmix[:c_in],
                 kmix[c_in:], bmix, mask_sq.reshape(rows).astype(cdt), nodes_sq)
-            return instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, bmix, mask_sq,
-                                           self.eps, cdt)
+            return film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
+                                                         bmix, mask_sq, self.eps, ndt),
+                                 film, mask_sq, cdt)
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
@@ -227,7 +231,34 @@ class PPGNBlockFused(nn.Module):
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-        return masked_instance_norm_one_pass(y, mask_sq, self.eps, cdt)
+        return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film,
+                             mask_sq, cdt)
+
+
+def film_modulate(y: jax.Array, film, mask_sq: jax.Array, out_dtype) -> jax.Array:
+    """A block's norm output, scaled and shifted per graph and channel (FiLM).
+
+    Args:
+      y: ``[B, N, N, h]`` instance-normed features (0 off the real block).
+      film: None (no modulation: ``y`` in ``out_dtype``) or float32 ``[B, 2h]``, the
+        ``(gamma, beta)`` halves: ``y * (1 + gamma) + beta`` on the real entries.
+      mask_sq: ``bool[B, N, N]``.
+    Returns: ``[B, N, N, h]`` in ``out_dtype``, 0 off the real block.
+    """
+    if film is None:
+        return y.astype(out_dtype)
+    h = y.shape[-1]
+    gamma, beta = film[:, None, None, :h], film[:, None, None, h:]
+    out = y.astype(jnp.float32) * (1.0 + gamma) + beta
+    return jnp.where(mask_sq[..., None], out, 0.0).astype(out_dtype)
+
+
+def graph_conditions(noise_level: jax.Array, node_mask: jax.Array,
+                     kind: str = "linear") -> jax.Array:
+    """What FiLM conditions on, per graph: ``float32[B, C + 1]``, the noise channels
+    (``noise_channels``) and ``log2(n) / 8`` (0 for one node, 1 for 256)."""
+    log_n = jnp.log2(jnp.maximum(node_counts(node_mask), 1.0)) / 8.0
+    return jnp.concatenate([noise_channels(noise_level, kind), log_n[:, None]], axis=-1)
 
 
 NOISE_FEATURES = ("linear", "log")
@@ -368,6 +399,13 @@ class PPGN(nn.Module):
         probability ``p`` (inverted dropout) when called with ``deterministic=False`` and a
         ``"dropout"`` rng, as training does; every other call is deterministic. 0 (the
         paper's): none.
+      film: condition every block on the noise level and the node count by FiLM (an
+        adaptive instance norm): a small MLP of ``graph_conditions`` (the noise channels and
+        ``log2(n) / 8``) gives each block a per-graph, per-channel ``(gamma, beta)``, and the
+        block's norm output becomes ``y * (1 + gamma) + beta`` (``film_modulate``). The heads
+        start at zero, so an initialised model computes what it would without FiLM. Without
+        it (the paper's) the noise level enters only on the input's diagonal, and the
+        instance norms leave its effect (and the node count's) implicit. False: off.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -398,6 +436,7 @@ class PPGN(nn.Module):
     self_condition: bool = False
     dropout: float = 0.0
     remat: bool = False
+    film: bool = False
     fused: bool = False
     pallas: bool = False
 
@@ -438,8 +477,11 @@ class PPGN(nn.Module):
         use_kernels = self.pallas and jnp.dtype(self.compute_dtype) == jnp.bfloat16
         extra = {"pallas": True} if use_kernels else {}
         block = nn.remat(block_cls) if self.remat else block_cls
+        films = self.film_vectors(noise_level, node_mask) if self.film else [None] * self.num_blocks
         for k in range(self.num_blocks):
-            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(x, sq, inv_sqrt_n)
+            film = () if films[k] is None else (films[k],)
+            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(
+                x, sq, inv_sqrt_n, *film)
             if self.dropout > 0.0:
                 x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
             outs.append(x)
@@ -449,3 +491,13 @@ class PPGN(nn.Module):
         logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
         return symmetrize_and_mask(logits, node_mask)
+
+    def film_vectors(self, noise_level, node_mask):
+        """FiLM's ``(gamma, beta)`` of each block: ``num_blocks`` x float32 ``[B, 2h]``, from
+        a two-layer MLP of ``graph_conditions`` (float32) and one zero-initialised head per
+        block."""
+        c = graph_conditions(noise_level, node_mask, self.noise_features)   # [B, C + 1]
+        for i in range(2):
+            c = leaky_relu(nn.Dense(self.hidden, name=f"film_mlp_{i}")(c))
+        return [nn.Dense(2 * self.hidden, kernel_init=nn.initializers.zeros,
+                         name=f"film_{k}")(c) for k in range(self.num_blocks)]
