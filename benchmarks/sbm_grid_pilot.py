@@ -16,7 +16,8 @@ self-conditioned model (PPGN ``self_condition``) in its unconditioned mode (ever
 gets the zero estimate, as half of its training graphs did), every other key a sampler option
 (``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...). Without it, one arm
 per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output (``.json`` or ``.json.gz``) again
-(e.g. with graph-tool on a CPU after sampling on a GPU) without sampling.
+(e.g. with graph-tool on a CPU after sampling on a GPU) without sampling; ``--fit none``
+samples without fitting (the GPU's time goes to sampling; ``--refit`` fits later).
 
 Node counts: ``--num`` draws (seed 0) from the training graphs' counts in ``--nodes``,
 the same list for every arm. No test graphs are read: validity is a property of each
@@ -98,7 +99,7 @@ def main() -> None:
     ap.add_argument("--arms", default="", help="NAME:KEY=VALUE,...;... (module docstring)")
     ap.add_argument("--num_steps", type=int, default=0, help="0: the run's config")
     ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"])
-    ap.add_argument("--fit", default=None, choices=["graph-tool", "ddgjax", "auto"])
+    ap.add_argument("--fit", default=None, choices=["graph-tool", "ddgjax", "auto", "none"])
     ap.add_argument("--refit", default="", help="an earlier OUT.json: fit its graphs again")
     ap.add_argument("--out", required=True, help="output path without extension")
     args = ap.parse_args()
@@ -149,11 +150,12 @@ def main() -> None:
                            node_counts=counts, **options)
             graphs += res["graphs"]
         seconds = time.time() - t0
-        rows, fit = fit_arm(graphs, args.fit)
+        rows, fit = fit_arm(graphs, args.fit) if args.fit != "none" else ([], "none")
         result["fit"] = fit
         result["arms"][name] = {"options": options, "num_steps": steps, "fit": fit,
                                 "zero_estimate": arm_run is not run,
-                                "summary": summarize(rows), "sample_seconds": seconds,
+                                "summary": summarize(rows) if rows else {},
+                                "sample_seconds": seconds,
                                 "graphs": rows,
                                 "num_nodes": [g.number_of_nodes() for g in graphs],
                                 "edges": [sorted(map(list, g.edges())) for g in graphs]}
@@ -167,8 +169,10 @@ TABLE_COLUMNS = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald",
 
 
 def table_cells(summary: dict) -> list[str]:
-    """The ``TABLE_COLUMNS`` cells of an arm's ``summarize`` summary."""
-    return [f"{summary[c]:.1%}" if c.startswith(("valid", "fails")) else
+    """The ``TABLE_COLUMNS`` cells of an arm's ``summarize`` summary (``–`` where it has
+    none: sampled with ``--fit none``)."""
+    return ["–" if c not in summary else
+            f"{summary[c]:.1%}" if c.startswith(("valid", "fails")) else
             (str(summary[c]) if isinstance(summary[c], int) else f"{summary[c]:.2f}")
             for c in TABLE_COLUMNS]
 

@@ -110,6 +110,8 @@ def get_config():
     config.sample.renoise_mix = 0.0
     config.sample.logit_scale = 1.0
     config.sample.logit_scale_above = 0.0  # logit_scale only at noise levels >= this (0: all)
+    # DeFoG's target guidance omega in Algorithm 1 steps (0: off; bitflip.target_guidance_prob1)
+    config.sample.target_guidance = 0.0
     config.sample.batch_size = 1024
     config.sample.num_samples = 1024
     config.sample.seed = 0

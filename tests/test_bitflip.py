@@ -466,7 +466,13 @@ def test_sampling_grid_levels():
     t, bb = bitflip.sampling_grid(s, 4, "power:2")
     np.testing.assert_allclose(bb, 0.5 * (np.array([4, 3, 2, 1, 0]) / 4.0) ** 2)
     np.testing.assert_array_equal(t, [8, 4, 2, 1, 0])  # nearest level (4.5 rounds to even), >= 1
-    for bad in ("cosine", "power:0", "power:x", "trained:2"):
+    t, bb = bitflip.sampling_grid(s, 4, "mid:2")
+    alpha = 1.0 - 2.0 * bb                     # w = -1, -1/2, 0, 1/2, 1
+    np.testing.assert_allclose(alpha, [0.0, 0.375, 0.5, 0.625, 1.0])
+    assert t[0] == T and t[-1] == 0
+    np.testing.assert_allclose(bitflip.sampling_grid(s, 6, "mid:1")[1],
+                               bitflip.sampling_grid(s, 6, "uniform")[1], atol=1e-12)
+    for bad in ("cosine", "power:0", "power:x", "trained:2", "mid:0", "mid"):
         with pytest.raises(ValueError, match="unknown sampling grid"):
             bitflip.parse_grid(bad)
 
@@ -802,3 +808,64 @@ def test_posterior_at_tiny_levels_in_float32(rho):
             assert np.all(np.isfinite(p)) and abs(p.sum() - 1) < 1e-5
         np.testing.assert_allclose(bitflip.q_marginal_prob1(0.0, jnp.float32(bt), rho),
                                    2 * bt * rho, rtol=1e-5)
+
+
+def test_target_guidance_equals_defogs_rate_averaged_over_the_prediction():
+    """target_guidance_prob1 against DeFoG's guidance rate computed by brute force in
+    float64: sum over x_1 of p_theta(x_1) * omega [z = x_1] / (2 p_{t|1}(x | x_1)), with
+    p_{t|1} from the forward marginal q_marginal_prob1, times the step's d_alpha, as the
+    probability of a jump to z; otherwise the Algorithm 1 kernel."""
+    rng = np.random.default_rng(4)
+    for rho in (0.5, 0.08):
+        adj = rng.integers(0, 2, size=(6, 6)).astype(np.float64)
+        p_hat = rng.uniform(0.01, 0.99, size=(6, 6))
+        prob1 = rng.uniform(0.0, 1.0, size=(6, 6))
+        bt, bp, omega = 0.3, 0.22, 0.4
+        got = np.asarray(bitflip.target_guidance_prob1(
+            jnp.asarray(prob1), jnp.asarray(adj), jnp.asarray(p_hat), jnp.asarray(bt),
+            jnp.asarray(bp), omega, rho))
+        want = np.empty_like(prob1)
+        for idx in np.ndindex(adj.shape):
+            x = int(adj[idx])
+            z = 1 - x
+            rate = 0.0
+            for x1, w in ((1, p_hat[idx]), (0, 1.0 - p_hat[idx])):
+                q1 = float(bitflip.q_marginal_prob1(float(x1), bt, rho))   # p_{t|1}(1 | x1)
+                p_x = q1 if x == 1 else 1.0 - q1
+                rate += w * omega * (z == x1) / (2.0 * p_x)
+            g = min(1.0, rate * 2.0 * (bt - bp))                         # d_alpha = 2 d(bb)
+            want[idx] = g + (1 - g) * prob1[idx] if z == 1 else (1 - g) * prob1[idx]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_target_guidance_in_reverse_step_and_its_checks():
+    """In an Algorithm 1 step the pairs follow target_guidance_prob1 (empirical frequency
+    over many pairs); omega = 0 is Algorithm 1 exactly; a sampler without Algorithm 1 steps,
+    or a negative omega, is refused by name."""
+    n, b, rho = 64, 16, 0.1
+    mask = jnp.ones((b, n), bool)
+    logit = float(np.log(0.7 / 0.3))
+    den = lambda a, m, t, bb: jnp.full(a.shape, logit)
+    bt, bp, omega = 0.3, 0.2, 1.0
+    pm = np.asarray(pair_mask(mask))
+    key = jax.random.key(9)
+    for present in (0.0, 1.0):
+        adj_t = jnp.full((b, n, n), present)
+        _, p1 = bitflip.p_prev_probs(jnp.asarray(logit), jnp.asarray(present), jnp.asarray(bt),
+                                     jnp.asarray(bp), rho)
+        want = float(bitflip.target_guidance_prob1(p1, jnp.asarray(present), jnp.asarray(0.7),
+                                                   jnp.asarray(bt), jnp.asarray(bp), omega, rho))
+        assert abs(want - float(p1)) > 0.05                     # the guidance moves it
+        out = bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
+                                   levers=bitflip.SamplerLevers(target_guidance=omega))
+        assert abs(float(np.asarray(out)[pm].mean()) - want) < 0.015
+    adj_t = jnp.zeros((b, n, n))
+    np.testing.assert_array_equal(
+        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
+                             levers=bitflip.SamplerLevers(target_guidance=0.0)),
+        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho))
+    with pytest.raises(ValueError, match="target_guidance"):
+        BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2)
+    with pytest.raises(ValueError, match="target_guidance"):
+        bitflip.SamplerLevers(target_guidance=-0.1)
+    BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2, alg1_below=0.1)

@@ -318,6 +318,9 @@ class SamplerLevers:
         ``p_theta(A_0 | A_t)`` towards its mode, < 1 flattens it).
       logit_scale_above: apply ``logit_scale`` only in steps that start at
         ``beta_bar_t >= logit_scale_above`` (0: in every step).
+      target_guidance: ``omega >= 0``, DeFoG's target guidance in Algorithm 1 steps
+        (``target_guidance_prob1``): one more jump per pair towards the state the model
+        predicts for ``A_0`` (0: off). Algorithm 2 steps do not read it.
 
     Construction checks the ranges and raises ValueError naming the lever.
     """
@@ -327,6 +330,7 @@ class SamplerLevers:
     renoise_mix: float = 0.0
     logit_scale: float = 1.0
     logit_scale_above: float = 0.0
+    target_guidance: float = 0.0
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -349,12 +353,44 @@ class SamplerLevers:
         if not 0.0 <= self.logit_scale_above <= 0.5:
             raise ValueError(f"logit_scale_above: expected a noise level in [0, 1/2], got "
                              f"{self.logit_scale_above}")
+        if not 0.0 <= self.target_guidance < float("inf"):
+            raise ValueError(f"target_guidance: expected a finite omega >= 0, got "
+                             f"{self.target_guidance}")
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
 LEVERS = tuple(f.name for f in dataclasses.fields(SamplerLevers))
+
+
+def target_guidance_prob1(prob1, adj_t, p0_prob1, beta_bar_t, beta_bar_prev, omega: float,
+                          rho: float = 0.5):
+    """An Algorithm 1 step's ``p(a_prev = 1)`` with DeFoG's target guidance added.
+
+    DeFoG (Qin et al. 2025, "DeFoG: Discrete Flow Matching for Graph Generation") adds
+    to its denoising rate the term ``omega * delta(z, x_1) / (Z p_{t|1}(x | x_1))``: a jump
+    from the current state ``x`` towards the clean state ``x_1``, faster the less likely
+    ``x`` is under the path from ``x_1``. Our process is that path with the kept fraction
+    ``alpha = 1 - 2 beta_bar`` as its time, ``p(x | x_1) = alpha [x = x_1] + (1 - alpha)
+    m(x)``, ``m`` the prior (Bernoulli(rho)), and ``Z = 2`` states of nonzero probability.
+    Averaged over ``x_1 ~ p_theta(a_0 | A_t)``, a pair in state ``x`` jumps to ``z = 1 - x``
+    over the step's ``d_alpha = alpha_prev - alpha_t`` with probability
+
+        g = min(1, omega * d_alpha * p_theta(a_0 = z) / (2 (1 - alpha_t) m(x)))
+
+    and otherwise follows the Algorithm 1 kernel (``prob1``).
+
+    Args: ``prob1``, ``adj_t``, ``p0_prob1`` (``p_theta(a_0 = 1 | A_t)``) ``[..., N, N]``;
+      levels broadcastable ``[..., 1, 1]``, ``beta_bar_prev < beta_bar_t``.
+    Returns: ``[..., N, N]`` probabilities of ``a_prev = 1``.
+    """
+    present = adj_t > 0.5
+    d_alpha = 2.0 * (beta_bar_t - beta_bar_prev)
+    m_x = jnp.where(present, rho, 1.0 - rho)
+    p_z = jnp.where(present, 1.0 - p0_prob1, p0_prob1)
+    g = jnp.clip(omega * d_alpha * p_z / (2.0 * (2.0 * beta_bar_t) * m_x), 0.0, 1.0)
+    return jnp.where(present, (1.0 - g) * prob1, g + (1.0 - g) * prob1)
 
 
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
@@ -368,8 +404,9 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     With ``argmax`` the draw from the model's distribution takes its mode instead
     (used for the last step, to level 0).
 
-    ``levers`` (``SamplerLevers``): this step reads ``renoise_mix``, ``logit_scale`` and
-    ``logit_scale_above``; the hybrids' ``alg*_below`` choose ``algorithm`` per step.
+    ``levers`` (``SamplerLevers``): this step reads ``renoise_mix``, ``logit_scale``,
+    ``logit_scale_above`` and ``target_guidance``; the hybrids' ``alg*_below`` choose
+    ``algorithm`` per step.
 
     Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
@@ -391,6 +428,9 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
             mix = levers.renoise_mix
             renoised = q_marginal_prob1(jax.nn.sigmoid(logits), broadcast_per_graph(bp), rho)
             p1 = (1.0 - mix) * p1 + mix * renoised
+        if levers.target_guidance > 0.0:
+            p1 = target_guidance_prob1(p1, adj_t, jax.nn.sigmoid(logits), broadcast_per_graph(bt),
+                                       broadcast_per_graph(bp), levers.target_guidance, rho)
         return draw_upper(k1, p1, node_mask, argmax)
     if algorithm == 2:
         x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
@@ -404,15 +444,16 @@ def sample_prior(key: jax.Array, node_mask: jax.Array, rho: float = 0.5) -> jax.
                                      node_mask)
 
 
-GRIDS = ("trained", "uniform", "power:GAMMA")
+GRIDS = ("trained", "uniform", "power:GAMMA", "mid:GAMMA")
 
 
 def parse_grid(grid: str) -> tuple[str, float]:
-    """``"trained"`` / ``"uniform"`` / ``"power:2"`` -> ``(kind, gamma)``; ValueError if bad."""
+    """``"trained"`` / ``"uniform"`` / ``"power:2"`` / ``"mid:2"`` -> ``(kind, gamma)``;
+    ValueError if bad."""
     kind, _, arg = str(grid).partition(":")
     if kind in ("trained", "uniform") and not arg:
         return kind, 1.0
-    if kind == "power":
+    if kind in ("power", "mid"):
         try:
             gamma = float(arg)
         except ValueError:
@@ -431,6 +472,10 @@ def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
     * ``"uniform"``: ``beta_bar_k = k / (2K)`` for any K (models trained in continuous time).
     * ``"power:GAMMA"``: ``beta_bar_k = (k / K)^GAMMA / 2``; GAMMA > 1 spends more of the
       K steps at low noise, where the sampler fixes the last wrong pairs.
+    * ``"mid:GAMMA"``: the kept fraction ``alpha = 1 - 2 beta_bar`` runs from 0 to 1 as
+      ``alpha = (1 + sign(w) |w|^GAMMA) / 2``, ``w = 1 - 2k/K``: GAMMA > 1 spends more of the
+      K steps around ``alpha = 1/2`` (where, on SBM graphs, the partition becomes
+      detectable) and fewer at both ends; GAMMA = 1 is ``"uniform"``.
 
     Off the trained grid, ``t_index`` is the nearest trained level (what PPGN ignores).
     """
@@ -443,7 +488,11 @@ def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
     if K < 1:
         raise ValueError(f"num_steps must be >= 1, got {K}")
     u = np.arange(K, -1, -1, dtype=np.float64) / K
-    bb = 0.5 * u ** gamma
+    if kind == "mid":
+        w = 1.0 - 2.0 * u
+        bb = 0.25 * (1.0 - np.sign(w) * np.abs(w) ** gamma)   # (1 - alpha) / 2
+    else:
+        bb = 0.5 * u ** gamma
     t_index = np.where(bb > 0, np.clip(np.round(2.0 * T * bb), 1, T), 0).astype(np.int32)
     return t_index, bb
 
@@ -542,6 +591,9 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
 
     adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
     algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
+    if levers.target_guidance > 0.0 and 1 not in algs:
+        raise ValueError("target_guidance acts in Algorithm 1 steps and this sampler has none "
+                         "(algorithm=1, or alg1_below > 0 with algorithm 2)")
 
     def step(k, carry, t, b_now, b_prev, alg, argmax=False):
         """``(adj, estimate) -> (adj at the next level, estimate for the next call)``;
@@ -680,8 +732,8 @@ class BitFlipProcess(NoiseProcess):
         is the paper's uniform prior, the training split's density the marginal prior.
       train_grid: with ``continuous_time``, how training draws ``beta_bar``:
         ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
-      alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above: the sampler's
-        default ``SamplerLevers`` (``levers``).
+      alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above,
+        target_guidance: the sampler's default ``SamplerLevers`` (``levers``).
       self_condition: the denoiser is self-conditioned (PPGN ``self_condition``, set from
         ``config.model.ppgn.self_condition``): training runs it twice
         (``training_loss``), the sampler feeds it its previous estimate
@@ -705,11 +757,13 @@ class BitFlipProcess(NoiseProcess):
     renoise_mix: float = 0.0
     logit_scale: float = 1.0
     logit_scale_above: float = 0.0
+    target_guidance: float = 0.0
     self_condition: bool = False
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
-                       "alg2_below", "renoise_mix", "logit_scale", "logit_scale_above")
+                       "alg2_below", "renoise_mix", "logit_scale", "logit_scale_above",
+                       "target_guidance")
 
     def __post_init__(self):
         if self.loss_type not in LOSSES:
@@ -767,7 +821,7 @@ class BitFlipProcess(NoiseProcess):
         defaults: ``algorithm`` (1 or 2; None or 0: the default, as
         ``config.sample.algorithm = 0`` means "by loss"), ``grid``, ``argmax_last``,
         ``final_pass``, ``alg1_below``, ``alg2_below``, ``renoise_mix``, ``logit_scale``,
-        ``logit_scale_above``
+        ``logit_scale_above``, ``target_guidance``
         (``sample_graphs``)."""
         self.check_sampler_options(options)
         opt = lambda name: getattr(self, name) if options.get(name) is None else options[name]
@@ -779,6 +833,9 @@ class BitFlipProcess(NoiseProcess):
         num_steps = int(num_steps or self.num_timesteps)
         sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
         levers = SamplerLevers(**{name: opt(name) for name in LEVERS})
+        if levers.target_guidance > 0 and algorithm == 2 and not levers.alg1_below > 0:
+            raise ValueError("target_guidance acts in Algorithm 1 steps: set algorithm=1 (or "
+                             "alg1_below > 0)")
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
                               bool(opt("argmax_last")), bool(opt("final_pass")), levers)
 
@@ -807,6 +864,7 @@ def from_config(config) -> BitFlipProcess:
                           renoise_mix=float(s.get("renoise_mix", 0.0)),
                           logit_scale=float(s.get("logit_scale", 1.0)),
                           logit_scale_above=float(s.get("logit_scale_above", 0.0)),
+                          target_guidance=float(s.get("target_guidance", 0.0)),
                           self_condition=bool(config.model.name == "ppgn" and config.model.get(
                               "ppgn", {}).get("self_condition", False)))
 
