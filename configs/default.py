@@ -25,7 +25,7 @@ def get_config():
     config.data.buckets = ""
 
     config.model = ml_collections.ConfigDict()
-    config.model.name = "ppgn"      # "ppgn" or "edp"
+    config.model.name = "ppgn"      # "ppgn", "edp" or "gt" (graph transformer)
     config.model.compute_dtype = "float32"  # or "bfloat16" (parameters stay float32)
     # noise_features: "linear" (the raw noise level, the paper's) or "log" (plus a log-scale
     # channel that resolves low noise levels).
@@ -51,6 +51,11 @@ def get_config():
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
+    # graph transformer (ddgjax/models/transformer.py): layers, node / edge / graph widths,
+    # heads; conditioned on the noise level (noise_features as the PPGN's) and log2(n).
+    config.model.gt = ml_collections.ConfigDict(
+        dict(num_layers=4, node_dim=64, edge_dim=32, heads=4, global_dim=32,
+             noise_features="log"))
 
     config.diffusion = ml_collections.ConfigDict()
     config.diffusion.kind = "discrete"      # or "gaussian" (the score-model baseline)

@@ -11,6 +11,7 @@ def get_config():
     config.model.edp.gin_steps = 2
     config.model.edp.channels = 2
     config.model.edp.hidden = 8
+    config.model.gt.update(num_layers=2, node_dim=8, edge_dim=4, heads=2, global_dim=4)
     config.diffusion.num_timesteps = 8
     config.train.batch_size = 16
     config.train.num_epochs = 4

@@ -132,9 +132,10 @@ def validate_config(config) -> None:
         if config.model.name != "ppgn" or not binary_denoiser_input(config):
             raise ConfigError("config.model.ppgn.self_condition: only for PPGN with the "
                               "discrete process (not EDP-GNN, not the Gaussian baseline)")
-    if config.diffusion.get("continuous_time", False) and config.model.name != "ppgn":
+    if config.diffusion.get("continuous_time", False) and config.model.name not in ("ppgn", "gt"):
         # EDP-GNN conditions on the level index, which continuous time does not have.
-        raise ConfigError("config.diffusion.continuous_time: only for PPGN with the 'simple' loss")
+        raise ConfigError("config.diffusion.continuous_time: only for PPGN or the graph "
+                          "transformer (gt) with the 'simple' loss")
 
 
 def parse_buckets(value) -> int | tuple[int, ...]:

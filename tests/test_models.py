@@ -16,6 +16,7 @@ T = 8
 CONFIGS = {
     "ppgn": dict(hidden=8, num_blocks=2),
     "edp": dict(num_layers=2, gin_steps=2, channels=3, hidden=8),
+    "gt": dict(num_layers=2, node_dim=8, edge_dim=4, heads=2, global_dim=4),
 }
 NAMES = sorted(CONFIGS)
 B, N = 3, 8  # one batch shape for most tests: each new shape costs a compile
@@ -213,7 +214,7 @@ def test_gradients_finite_and_reach_all_params(setup, name):
 
 
 def test_build_model():
-    assert set(MODELS) == {"ppgn", "edp"}
+    assert set(MODELS) == {"ppgn", "edp", "gt"}
     m = build_model("ppgn", 32, hidden=16, num_blocks=3)
     assert isinstance(m, PPGN) and m.hidden == 16 and m.num_blocks == 3
     e = build_model("edp", 32)
@@ -751,3 +752,20 @@ def test_ppgn_film_with_the_pallas_kernels_equals_the_xla_path():
     assert "pallas_call" in str(jax.make_jaxpr(lambda p: fast.apply(p, adj4, nm4, t4, lv4))(params))
     assert _relative_error(fast.apply(params, adj4, nm4, t4, lv4),
                            xla.apply(params, adj4, nm4, t4, lv4)) < 2e-2
+
+
+def test_graph_transformer_reads_the_noise_level_not_t_index(setup):
+    """The graph transformer is conditioned on noise_level (through FiLM and its graph
+    features), not on t_index; a node_dim that is no multiple of heads is refused by name."""
+    model, params, apply = setup["gt"]
+    adj, nm = random_batch(43, [6, 6, 6], N)
+    adj[1] = adj[2] = adj[0]
+    levels = np.array([0.05, 0.45, 0.05], np.float32)
+    out = np.asarray(apply(params, adj, nm, np.zeros(B, np.int32), levels))
+    assert np.abs(out[0] - out[1]).max() > 1e-4
+    np.testing.assert_allclose(out[0], out[2], atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(apply(params, adj, nm, np.full(B, 5, np.int32),
+                                                   levels)), out)
+    with pytest.raises(ValueError, match="config.model.gt.node_dim"):
+        build_model("gt", T, num_layers=1, node_dim=6, heads=4).init(
+            jax.random.key(0), adj, nm, np.zeros(B, np.int32), levels)

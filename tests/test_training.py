@@ -52,7 +52,8 @@ def run_chunk(chunk, state, data, idx, mesh):
 
 
 @pytest.mark.parametrize("model_name,loss", [("ppgn", "simple"), ("ppgn", "vb"),
-                                             ("edp", "simple"), ("edp", "vb")])
+                                             ("edp", "simple"), ("edp", "vb"),
+                                             ("gt", "simple")])
 def test_jitted_steps_lower_the_loss(model_name, loss):
     cfg, model, process, tx, state, data = tiny_setup(model_name, loss)
     mesh = make_mesh(jax.devices()[:1])

@@ -6,6 +6,8 @@ the model:
 
 * ``PPGN`` (``ppgn.py``): conditioned on the raw ``noise_level`` (diagonal input channel).
 * ``EDPGNN`` (``edp.py``): conditioned on ``t_index`` through per-level scale/bias.
+* ``GraphTransformer`` (``transformer.py``): node, edge and graph features, attention with
+  edge-modulated scores; conditioned on ``noise_level`` and the node count by FiLM.
 
 The output is what the noise process asks for (bit flips: logits of ``A_0``).
 
@@ -25,8 +27,9 @@ import jax.numpy as jnp
 
 from ddgjax.models.edp import EDPGNN
 from ddgjax.models.ppgn import PPGN
+from ddgjax.models.transformer import GraphTransformer
 
-MODELS = {"ppgn": PPGN, "edp": EDPGNN}
+MODELS = {"ppgn": PPGN, "edp": EDPGNN, "gt": GraphTransformer}
 
 # Fields that build_model sets itself (or that belong to Flax) and callers may not pass.
 _RESERVED = {"parent", "name", "num_levels"}
@@ -48,9 +51,9 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
     """Build a denoiser by name.
 
     Args:
-      name: one of ``"ppgn"``, ``"edp"``.
+      name: one of ``"ppgn"``, ``"edp"``, ``"gt"``.
       num_timesteps: T. EDP-GNN gets ``num_levels = T + 1`` conditioning rows (levels
-        ``t = 0..T``); PPGN ignores it (it reads ``noise_level``).
+        ``t = 0..T``); PPGN and the graph transformer ignore it (they read ``noise_level``).
       **kwargs: the model's fields (``model_fields(name)``), e.g. ``hidden=32``.
 
     Raises:
