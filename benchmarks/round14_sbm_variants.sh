@@ -22,7 +22,8 @@
 # $OUT: results.tar.gz (res/: logs, metrics, samples, times) and the checkpoint tars.
 # GRID (default power:2) and SEED (default 1) change the sampling grid of validation and
 # of the final samples, and the training seed, for every variant; SAMPLE_STEPS (default
-# 64) the final samples' number of steps.
+# 64) the final samples' number of steps and LOGIT_SCALE (default 0.9, the recipe's; 1 for
+# many-step samples, where the scale adds too many edges) their logit scale.
 # EXTRA_ALL: more overrides for every variant (a CPU dry run: a tiny model, few epochs).
 # Usage: CALL=1 bash benchmarks/round14_sbm_variants.sh OUT
 set -uo pipefail
@@ -34,7 +35,7 @@ CALL=${CALL:-1}
 SAMPLE=${SAMPLE_SECONDS:-110}
 mkdir -p $RUNS "$OUT/res/samples"
 GRID=${GRID:-power:2}
-SAMPLER="--option logit_scale=0.9 --option grid=$GRID"
+SAMPLER="--option logit_scale=${LOGIT_SCALE:-0.9} --option grid=$GRID"
 COMMON="--config.train.seed=${SEED:-1} --config.validation.every_epochs=250 \
  --config.train.checkpoint_every_epochs=50 --config.sample.grid=$GRID \
  --config.train.num_epochs=${EPOCHS:-2500} ${EXTRA_ALL:-}"
