@@ -769,3 +769,23 @@ def test_graph_transformer_reads_the_noise_level_not_t_index(setup):
     with pytest.raises(ValueError, match="config.model.gt.node_dim"):
         build_model("gt", T, num_layers=1, node_dim=6, heads=4).init(
             jax.random.key(0), adj, nm, np.zeros(B, np.int32), levels)
+
+
+def test_graph_transformer_pair_readout_equals_a_dense_over_the_concatenation():
+    """PairReadout computes Dense_1([e_ij, x_i * x_j, x_i + x_j]) with the same kernel and
+    bias, checked against the explicit concatenation in float64."""
+    from ddgjax.models.transformer import PairReadout
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal((2, 5, 5, 3))
+    x = rng.standard_normal((2, 5, 4))
+    params = {"params": {"kernel": rng.standard_normal((3 + 8, 1)).astype(np.float32),
+                         "bias": np.array([0.3], np.float32)}}
+    got = np.asarray(PairReadout().apply(params, jnp.asarray(e, jnp.float32),
+                                         jnp.asarray(x, jnp.float32)))
+    cat = np.concatenate([e, x[:, :, None, :] * x[:, None, :, :],
+                          x[:, :, None, :] + x[:, None, :, :]], axis=-1)
+    want = cat @ params["params"]["kernel"].astype(np.float64)[:, 0] + 0.3
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    shapes = jax.eval_shape(PairReadout().init, jax.random.key(0), jnp.zeros((1, 2, 2, 3)),
+                            jnp.zeros((1, 2, 4)))
+    assert shapes["params"]["kernel"].shape == (11, 1)

@@ -14,7 +14,7 @@ graph features ``[B, G]``; ``H`` heads of width ``F / H``; ``n`` a graph's real 
         a_ijh  = softmax over the real j of s_ijh
         x      = mask_nodes(LN(x + FiLM_y(Dense_F(sum_j a_ijh v_jh))));  x = ... + MLP(x)
         y      = LN(y + MLP([y, mean_i x_i, mean_ij e_ij]))       # not in the last layer
-    logits = mask_pairs(sym(Dense_1([e_ij, x_i * x_j, x_i + x_j])))
+    logits = mask_pairs(sym(Dense_1([e_ij, x_i * x_j, x_i + x_j])))   # PairReadout
 
 ``FiLM_y(h) = h * (1 + gamma(y)) + beta(y)`` per graph and channel (``gamma``, ``beta``
 from a zero-initialised Dense of ``y``), so the noise level and the node count condition
@@ -175,8 +175,25 @@ class GraphTransformer(nn.Module):
             x, e, y = TransformerLayer(self.node_dim, self.edge_dim, self.heads, self.global_dim,
                                        cdt, update_global=k + 1 < self.num_layers,
                                        name=f"layer_{k}")(x, e, y, node_mask, pairs)
-        # the readout: each pair's features and the symmetric products of its two nodes'
-        readout = jnp.concatenate([e, x[:, :, None, :] * x[:, None, :, :],
-                                   x[:, :, None, :] + x[:, None, :, :]], axis=-1)
-        logits = _dense(1, jnp.float32, "out")(readout)[..., 0]
+        logits = PairReadout(name="out")(e, x)
         return symmetrize_and_mask(logits, node_mask)
+
+
+class PairReadout(nn.Module):
+    """``Dense_1([e_ij, x_i * x_j, x_i + x_j])`` (one kernel ``[D + 2F, 1]`` and a bias, as
+    ``nn.Dense`` over the concatenation would hold) without building the ``[B, N, N, D + 2F]``
+    concatenation: ``e @ w_e + (x * w_p) x^T + (x @ w_s)_i + (x @ w_s)_j + b``. Float32.
+
+    ``e`` ``[B, N, N, D]``, ``x`` ``[B, N, F]`` -> ``[B, N, N]``.
+    """
+
+    @nn.compact
+    def __call__(self, e, x):
+        d, f = e.shape[-1], x.shape[-1]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (d + 2 * f, 1), jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (1,), jnp.float32)
+        w_e, w_p, w_s = kernel[:d, 0], kernel[d:d + f, 0], kernel[d + f:, 0]
+        x = x.astype(jnp.float32)
+        node = x @ w_s                                                       # [B, N]
+        return (e.astype(jnp.float32) @ w_e + jnp.einsum("bif,bjf->bij", x * w_p, x)
+                + node[:, :, None] + node[:, None, :] + bias[0])
