@@ -28,10 +28,11 @@ DiGress and DeFoG), described from its paper and behaviour:
 
 Unlike the original, every graph's fit is seeded (``graph_tool.seed_rng(seed)`` and
 ``numpy.random.seed(seed)`` right before it, one OpenMP thread), so a graph's blocks do
-not depend on the other graphs of the batch. Reruns still differ now and then (about one
-graph in 50 of sampled SBM graphs changes its block count between runs, also with
-Python's hash seed fixed; docs/RESULTS.md, round 20); the cause inside graph-tool is
-not known.
+not depend on the other graphs of the batch. Reruns still differ now and then: of 20
+sampled SBM graphs fitted three times, one changed its block count (in two such tests,
+the second with Python's hash seed fixed), and two scorings of the same 200 graphs
+differed in at least 4 verdicts (docs/RESULTS.md, round 20); the cause inside
+graph-tool is not known.
 """
 from __future__ import annotations
 
