@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# SPECTRE SBM sampler arms on round 20's 64-channel model (issue 13), one GPU: the
-# committed checkpoint docs/results/sbm/round20/ckpt_h64_best_val.tar.gz is unpacked into
-# runs/h64 and every arm of $ARMS (NAME:KEY=VALUE,... separated by ';', as
+# SPECTRE SBM sampler arms on one trained run (issue 13), one GPU: $CKPT, a checkpoint
+# tarball as round14_sbm_variants.sh PACK_BEST=K brings back (ckpt_NAME.tar.gz, holding
+# NAME/), is unpacked into runs/ and $W (default runs/h64, round 20's 64-channel run) is
+# the workdir; every arm of $ARMS (NAME:KEY=VALUE,... separated by ';', as
 # benchmarks/sbm_grid_pilot.py --arms) is sampled in its own process, all side by side on
 # the card: $NUM node counts drawn from the training graphs (44-187 nodes), seeds $SEEDS,
 # $STEPS steps (an arm's steps=K overrides), no fit (the CPU fits them afterwards:
@@ -9,13 +10,14 @@
 # With TEST=1 each arm is instead sampled 5 seeds x 40 graphs with the test split's node
 # counts (benchmarks/vun_eval.py: graphs only; score them with check_samples.py).
 # Everything comes back as $OUT/arms.tar.gz (one file: a call returns at most 8).
-# Usage: ARMS="unif:grid=uniform,logit_scale=0.9;..." bash benchmarks/sbm_h64_arms.sh OUT
+# Usage: CKPT=.devdata/ckpt_h64.tar.gz ARMS="unif:grid=uniform,logit_scale=0.9;..." \
+#          bash benchmarks/sbm_h64_arms.sh OUT      (carry the tarball's folder)
 set -uo pipefail
 OUT=$1
-W=runs/h64
+W=${W:-runs/h64}
 HARD=${HARD_SECONDS:-200}
 mkdir -p runs /tmp/arms
-[ -d $W ] || tar xzf docs/results/sbm/round20/ckpt_h64_best_val.tar.gz -C runs
+[ -d $W ] || tar xzf "${CKPT:?set CKPT (a ckpt_NAME.tar.gz) or leave a workdir at $W}" -C runs
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv > /tmp/arms/gpu.txt 2>&1
 IFS=';' read -ra arms <<< "${ARMS:?set ARMS}"
