@@ -52,10 +52,11 @@ def get_config():
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
     # graph transformer (ddgjax/models/transformer.py): layers, node / edge / graph widths,
-    # heads; conditioned on the noise level (noise_features as the PPGN's) and log2(n).
+    # heads; conditioned on the noise level (noise_features as the PPGN's) and log2(n);
+    # walk_features: K random-walk channels of A_t as node and edge inputs (0: none).
     config.model.gt = ml_collections.ConfigDict(
         dict(num_layers=4, node_dim=64, edge_dim=32, heads=4, global_dim=32,
-             noise_features="log"))
+             noise_features="log", walk_features=0))
 
     config.diffusion = ml_collections.ConfigDict()
     config.diffusion.kind = "discrete"      # or "gaussian" (the score-model baseline)

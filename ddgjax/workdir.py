@@ -36,7 +36,7 @@ RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas"
 # config lacks them, so that resuming an old run with the new option on is refused.
 NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features": 0,
                     "model.ppgn.self_condition": False, "model.ppgn.dropout": 0.0,
-                    "model.ppgn.film": False,
+                    "model.ppgn.film": False, "model.gt.walk_features": 0,
                     "train.weight_decay": 0.0}
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")

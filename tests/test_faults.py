@@ -165,7 +165,7 @@ def test_resume_may_change_remat_and_compute_dtype():
 
 def test_resume_refuses_new_options_an_old_run_did_not_have():
     """A config recorded before walk_features, spectral_features, self_condition, dropout,
-    film or weight_decay existed reads them as off: resuming it with one of them on, or
+    film, the graph transformer's walk_features or weight_decay existed reads them as off: resuming it with one of them on, or
     switching Adam <-> AdamW, is refused; another nonzero weight decay is not."""
     from ddgjax.workdir import run_differences
     old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}}, "train": {"batch_size": 4}}
@@ -187,6 +187,10 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     new["model"]["ppgn"]["film"] = True
     assert run_differences(old, {}, new, {}) == ["model.ppgn.film (False -> True)"]
     new["model"]["ppgn"]["film"] = False
+    new["model"]["gt"] = {"num_layers": 4, "walk_features": 16}
+    assert run_differences(old, {}, new, {}) == ["model.gt.walk_features (0 -> 16)"]
+    new["model"]["gt"]["walk_features"] = 0
+    assert run_differences(old, {}, new, {}) == []
     new["train"]["weight_decay"] = 0.1
     assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]
     old["train"]["weight_decay"] = 0.05

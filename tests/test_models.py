@@ -17,8 +17,16 @@ CONFIGS = {
     "ppgn": dict(hidden=8, num_blocks=2),
     "edp": dict(num_layers=2, gin_steps=2, channels=3, hidden=8),
     "gt": dict(num_layers=2, node_dim=8, edge_dim=4, heads=2, global_dim=4),
+    # the graph transformer with random-walk node and edge inputs
+    "gt_walk": dict(num_layers=2, node_dim=8, edge_dim=4, heads=2, global_dim=4,
+                    walk_features=3),
 }
 NAMES = sorted(CONFIGS)
+
+
+def model_name(key: str) -> str:
+    """The model a CONFIGS key builds (``gt_walk`` -> ``gt``)."""
+    return key.split("_")[0]
 B, N = 3, 8  # one batch shape for most tests: each new shape costs a compile
 
 
@@ -65,7 +73,7 @@ def setup():
     """name -> (model, random params, jitted apply)."""
     out = {}
     for name in NAMES:
-        model = build_model(name, T, **CONFIGS[name])
+        model = build_model(model_name(name), T, **CONFIGS[name])
         out[name] = (model, random_params(model), jax.jit(model.apply))
     return out
 
@@ -131,7 +139,7 @@ def test_padding_invariance(setup, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_bfloat16_compute(setup, name):
     model, params, apply = setup[name]
-    model16 = build_model(name, T, compute_dtype=jnp.bfloat16, **CONFIGS[name])
+    model16 = build_model(model_name(name), T, compute_dtype=jnp.bfloat16, **CONFIGS[name])
     adj, nm = random_batch(21, [8, 6, 4], N)
     t, level = noise_inputs(B, seed=22)
     shapes16 = jax.eval_shape(model16.init, jax.random.key(0), adj, nm, t, level)
@@ -769,6 +777,32 @@ def test_graph_transformer_reads_the_noise_level_not_t_index(setup):
     with pytest.raises(ValueError, match="config.model.gt.node_dim"):
         build_model("gt", T, num_layers=1, node_dim=6, heads=4).init(
             jax.random.key(0), adj, nm, np.zeros(B, np.int32), levels)
+
+
+def test_graph_transformer_walk_features_enter_only_through_their_input_rows(setup):
+    """walk_features=K adds K rows to the node and edge embeddings (the return
+    probabilities, the walk channels): those rows get gradients, and with them zeroed the
+    model is the plain graph transformer with the other rows; a negative K is refused."""
+    model, params, apply = setup["gt_walk"]
+    plain = build_model("gt", T, **CONFIGS["gt"])
+    adj, nm = random_batch(61, [8, 5, 3], N)
+    t, level = noise_inputs(B, seed=62)
+    grads = jax.grad(lambda p: jnp.sum(model.apply(p, adj, nm, t, level) ** 2))(params)
+    zeroed = jax.tree_util.tree_map(lambda x: x, params)
+    cut = jax.tree_util.tree_map(lambda x: x, params)
+    for emb in ("embed_node", "embed_edge"):
+        g = np.asarray(grads["params"][emb]["kernel"])
+        chex.assert_shape(g, (2 + 3, None))
+        assert np.abs(g[2:]).min(axis=1).max() > 0, f"{emb}: walk rows without gradient"
+        k = params["params"][emb]["kernel"]
+        zeroed["params"][emb] = dict(params["params"][emb], kernel=k.at[2:].set(0.0))
+        cut["params"][emb] = dict(params["params"][emb], kernel=k[:2])
+    np.testing.assert_allclose(np.asarray(apply(zeroed, adj, nm, t, level)),
+                               np.asarray(plain.apply(cut, adj, nm, t, level)),
+                               atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="config.model.gt.walk_features"):
+        build_model("gt", T, walk_features=-1, **CONFIGS["gt"]).init(
+            jax.random.key(0), adj, nm, t, level)
 
 
 def test_graph_transformer_pair_readout_equals_a_dense_over_the_concatenation():

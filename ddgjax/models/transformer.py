@@ -5,8 +5,8 @@ Denoising diffusion for graph generation"; our own code, a smaller variant).
 Shapes: ``x`` node features ``[B, N, F]``, ``e`` edge features ``[B, N, N, D]``, ``y``
 graph features ``[B, G]``; ``H`` heads of width ``F / H``; ``n`` a graph's real node count.
 
-    x^0 = mask_nodes(Dense_F([deg(A_t) / (n - 1), 1]))
-    e^0 = mask_pairs(Dense_D([A_t, 1]))                   # real off-diagonal pairs only
+    x^0 = mask_nodes(Dense_F([deg(A_t) / (n - 1), 1, R_ii]))
+    e^0 = mask_pairs(Dense_D([A_t, 1, R_ij]))             # real off-diagonal pairs only
     y^0 = Dense_G(graph_conditions)                        # noise channels, log2(n) / 8
     layer l = 1..L:
         s_ijh  = (q_ih . k_jh) / sqrt(F / H) * (1 + Dense_H(e)_ijh) + Dense_H(e)'_ijh
@@ -15,6 +15,12 @@ graph features ``[B, G]``; ``H`` heads of width ``F / H``; ``n`` a graph's real 
         x      = mask_nodes(LN(x + FiLM_y(Dense_F(sum_j a_ijh v_jh))));  x = ... + MLP(x)
         y      = LN(y + MLP([y, mean_i x_i, mean_ij e_ij]))       # not in the last layer
     logits = mask_pairs(sym(Dense_1([e_ij, x_i * x_j, x_i + x_j])))   # PairReadout
+
+``R`` ``[B, N, N, K]`` are the optional random-walk channels (``walk_features = K``; the
+PPGN's ``random_walk_channels``, ``log(1 + n (D^-1 A_t)^k)``, ``k = 1..K``; none when
+``K = 0``): the return probabilities ``R_ii`` as node inputs and ``R_ij`` as edge inputs,
+the relative random-walk probabilities that DeFoG (Qin et al. 2025) feeds its graph
+transformer, which attention over 1-WL node features cannot compute itself.
 
 ``FiLM_y(h) = h * (1 + gamma(y)) + beta(y)`` per graph and channel (``gamma``, ``beta``
 from a zero-initialised Dense of ``y``), so the noise level and the node count condition
@@ -37,7 +43,7 @@ import jax.numpy as jnp
 
 from ddgjax.graphs import edge_mask
 from ddgjax.models.common import check_inputs, node_counts, symmetrize_and_mask
-from ddgjax.models.ppgn import graph_conditions
+from ddgjax.models.ppgn import graph_conditions, random_walk_channels
 
 
 def _dense(features: int, cdt, name: str, zero: bool = False):
@@ -130,6 +136,8 @@ class GraphTransformer(nn.Module):
       heads: attention heads ``H``.
       noise_features: how ``noise_level`` enters the graph features (the PPGN's
         ``noise_channels``: ``"linear"`` or ``"log"``).
+      walk_features: ``K >= 0`` random-walk channels of ``A_t`` as node (return
+        probabilities) and edge inputs (0: none).
       compute_dtype: dtype of the Dense layers and attention products; parameters,
         norms, softmax and logits stay float32.
 
@@ -146,6 +154,7 @@ class GraphTransformer(nn.Module):
     heads: int = 4
     global_dim: int = 32
     noise_features: str = "log"
+    walk_features: int = 0
     compute_dtype: Any = jnp.float32
 
     @nn.compact
@@ -156,6 +165,9 @@ class GraphTransformer(nn.Module):
             if getattr(self, name) < 1:
                 raise ValueError(f"config.model.gt.{name}: expected >= 1, got "
                                  f"{getattr(self, name)}")
+        if self.walk_features < 0:
+            raise ValueError(f"config.model.gt.walk_features: expected >= 0, got "
+                             f"{self.walk_features}")
         if self.node_dim % self.heads:
             raise ValueError(f"config.model.gt.node_dim: expected a multiple of heads "
                              f"({self.heads}), got {self.node_dim}")
@@ -164,10 +176,16 @@ class GraphTransformer(nn.Module):
         a = jnp.where(pairs, adj, 0.0)
         n = node_counts(node_mask)
         deg = a.sum(-1) / jnp.maximum(n - 1.0, 1.0)[:, None]            # [B, N]
-        ones = jnp.ones_like(deg)
-        x = _dense(self.node_dim, cdt, "embed_node")(jnp.stack([deg, ones], -1).astype(cdt))
+        node_in = jnp.stack([deg, jnp.ones_like(deg)], -1)                # [B, N, 2]
+        edge_in = jnp.stack([a, jnp.ones_like(a)], -1)                  # [B, N, N, 2]
+        if self.walk_features:                                          # + K walk channels
+            walks = random_walk_channels(adj, node_mask, self.walk_features)  # [B, N, N, K]
+            node_in = jnp.concatenate([node_in, jnp.diagonal(walks, axis1=1, axis2=2)
+                                       .transpose(0, 2, 1)], -1)
+            edge_in = jnp.concatenate([edge_in, walks], -1)
+        x = _dense(self.node_dim, cdt, "embed_node")(node_in.astype(cdt))
         x = jnp.where(node_mask[..., None], x.astype(jnp.float32), 0.0)
-        e = _dense(self.edge_dim, cdt, "embed_edge")(jnp.stack([a, jnp.ones_like(a)], -1).astype(cdt))
+        e = _dense(self.edge_dim, cdt, "embed_edge")(edge_in.astype(cdt))
         e = jnp.where(pairs[..., None], e.astype(jnp.float32), 0.0)
         y = _dense(self.global_dim, jnp.float32, "embed_global")(
             graph_conditions(noise_level, node_mask, self.noise_features))
