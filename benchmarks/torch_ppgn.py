@@ -52,7 +52,7 @@ def leaky(x):
 
 
 def noise_channels(noise_level: torch.Tensor, kind: str = "linear") -> torch.Tensor:
-    """``float32[B] -> float32[B, C]``: ddgjax.models.ppgn.noise_channels."""
+    """``float32[B] -> float32[B, C]``: ddgjax.models.input_channels.noise_channels."""
     if kind == "linear":
         return noise_level[:, None]
     if kind == "log":

@@ -310,12 +310,15 @@ def test_ppgn_block_matches_float64_reference():
 def test_ppgn_log_noise_features():
     """noise_features="log": one more input channel (a log-scale level), still
     permutation equivariant, and it separates levels the raw value squeezes together."""
-    from ddgjax.models.ppgn import noise_channels
+    from ddgjax.models.input_channels import noise_channels
     np.testing.assert_allclose(noise_channels(jnp.asarray([0.0, 1e-8, 1e-4, 0.5]), "log")[:, 1],
                                [0.0, 0.0, 0.5, 1 + np.log10(0.5) / 8], rtol=1e-6, atol=1e-7)
     assert noise_channels(jnp.asarray([0.1, 0.2]), "linear").shape == (2, 1)
-    with pytest.raises(ValueError, match="config.model.ppgn.noise_features"):
-        noise_channels(jnp.asarray([0.1]), "cubic")
+    adj, nm = random_batch(3, [4, 3], 4)
+    for name, extra in (("ppgn", dict(hidden=8, num_blocks=1)), ("gt", CONFIGS["gt"])):
+        with pytest.raises(ValueError, match=f"config.model.{name}.noise_features"):
+            build_model(name, T, noise_features="cubic", **extra).init(
+                jax.random.key(0), adj, nm, np.zeros(2, np.int32), np.full(2, 0.1, np.float32))
     model = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log")
     params = random_params(model)
     assert params["params"]["embed"]["kernel"].shape[0] == 3  # adj + two noise channels
@@ -336,7 +339,7 @@ def test_ppgn_log_noise_features():
 def test_random_walk_channels_equal_float64_walk_powers():
     """``random_walk_channels``: ``log(1 + n * (D^-1 A)^k)`` by brute force in float64, rows of an
     isolated node zero, nothing on padding."""
-    from ddgjax.models.ppgn import random_walk_channels
+    from ddgjax.models.input_channels import random_walk_channels
     adj, nm = random_batch(21, [N, 6, 2], N)
     adj = np.array(adj)
     adj[0, 3, :] = adj[0, :, 3] = 0                      # node 3 of graph 0 isolated
@@ -359,7 +362,7 @@ def test_laplacian_projector_channels_equal_float64_eigenvectors():
     """``laplacian_projector_channels``: ``n v_k v_k^T`` of the normalised Laplacian's
     eigenvectors 1..K by brute force in float64 (eigenvalues simple here), an isolated
     node kept, nothing on padding, a zero channel where a graph has too few nodes."""
-    from ddgjax.models.ppgn import laplacian_projector_channels
+    from ddgjax.models.input_channels import laplacian_projector_channels
     adj, nm = random_batch(24, [N, 6, 2], N)
     adj = np.array(adj)
     adj[0, 3, :] = adj[0, :, 3] = 0                      # node 3 of graph 0 isolated
@@ -693,7 +696,7 @@ def test_ppgn_film_starts_as_the_plain_model_and_conditions_on_level_and_size():
     freshly initialised (zero heads) it computes the plain model's logits; with nonzero
     heads it stays permutation equivariant and independent of the padding, and the
     node count reaches the logits through FiLM alone."""
-    from ddgjax.models.ppgn import graph_conditions
+    from ddgjax.models.input_channels import graph_conditions
     plain = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log")
     film = build_model("ppgn", T, hidden=8, num_blocks=2, noise_features="log", film=True)
     adj, nm = random_batch(31, [N, N - 2, 5], N)

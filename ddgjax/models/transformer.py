@@ -17,7 +17,7 @@ graph features ``[B, G]``; ``H`` heads of width ``F / H``; ``n`` a graph's real 
     logits = mask_pairs(sym(Dense_1([e_ij, x_i * x_j, x_i + x_j])))   # PairReadout
 
 ``R`` ``[B, N, N, K]`` are the optional random-walk channels (``walk_features = K``; the
-PPGN's ``random_walk_channels``, ``log(1 + n (D^-1 A_t)^k)``, ``k = 1..K``; none when
+``input_channels.random_walk_channels``, ``log(1 + n (D^-1 A_t)^k)``, ``k = 1..K``; none when
 ``K = 0``): the return probabilities ``R_ii`` as node inputs and ``R_ij`` as edge inputs,
 the relative random-walk probabilities that DeFoG (Qin et al. 2025) feeds its graph
 transformer, which attention over 1-WL node features cannot compute itself.
@@ -43,7 +43,7 @@ import jax.numpy as jnp
 
 from ddgjax.graphs import edge_mask
 from ddgjax.models.common import check_inputs, node_counts, symmetrize_and_mask
-from ddgjax.models.ppgn import graph_conditions, random_walk_channels
+from ddgjax.models.input_channels import graph_conditions, random_walk_channels
 
 
 def _dense(features: int, cdt, name: str, zero: bool = False):
@@ -188,7 +188,8 @@ class GraphTransformer(nn.Module):
         e = _dense(self.edge_dim, cdt, "embed_edge")(edge_in.astype(cdt))
         e = jnp.where(pairs[..., None], e.astype(jnp.float32), 0.0)
         y = _dense(self.global_dim, jnp.float32, "embed_global")(
-            graph_conditions(noise_level, node_mask, self.noise_features))
+            graph_conditions(noise_level, node_mask, self.noise_features,
+                             "config.model.gt.noise_features"))
         for k in range(self.num_layers):
             x, e, y = TransformerLayer(self.node_dim, self.edge_dim, self.heads, self.global_dim,
                                        cdt, update_global=k + 1 < self.num_layers,
