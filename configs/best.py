@@ -37,10 +37,10 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   with graph-tool's fit, its validation validity steadier) and 96 worse (58 %); round 20
   found FiLM conditioning worse (42.5-60 %), 32 channels worse (55 %), 64 channels level
   again (67.5 %; at 1024 steps without the logit scale 73 % with graph-tool's fit, the
-  recipe's 72 %) and no sampling grid better
-  beyond noise; round 21 found a graph-transformer denoiser far worse (0 % valid
-  without random-walk inputs, 21 % at best with them, on validation) and the uniform and
-  ``mid:2`` grids level at 5 x 40 (docs/RESULTS.md, "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
+  recipe's 72 %) and no sampling grid better beyond noise; round 21 found a
+  graph-transformer denoiser far worse (0 % valid without random-walk inputs, 21 % at
+  best with them, on validation) and the uniform and ``mid:2`` grids level at 5 x 40
+  (docs/RESULTS.md, "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
   bfloat16 step at N = 187, batch 32, fits one H100 without it (the largest N that
   trained there: 187 without, 384 with remat); float32 at 187 needs
   ``--config.model.ppgn.remat=True``.

@@ -165,8 +165,9 @@ def test_resume_may_change_remat_and_compute_dtype():
 
 def test_resume_refuses_new_options_an_old_run_did_not_have():
     """A config recorded before walk_features, spectral_features, self_condition, dropout,
-    film, the graph transformer's walk_features or weight_decay existed reads them as off: resuming it with one of them on, or
-    switching Adam <-> AdamW, is refused; another nonzero weight decay is not."""
+    film, the graph transformer's walk_features or weight_decay existed reads them as
+    off: resuming it with one of them on, or switching Adam <-> AdamW, is refused;
+    another nonzero weight decay is not."""
     from ddgjax.workdir import run_differences
     old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}}, "train": {"batch_size": 4}}
     new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "walk_features": 0}},
