@@ -521,6 +521,7 @@ class _Run:
         self.log = None
         self.writer: checkpoints.CheckpointWriter | None = None
         self.window: list[float] = []
+        self.pending_validation = None   # a validation whose scoring runs in the background
 
     def restore(self) -> None:
         """Set ``state``, ``start_epoch``, ``best_loss`` from the workdir (or fresh)."""
@@ -581,12 +582,29 @@ class _Run:
         return {"epoch": epoch, "step": step, "loss": sel, "best_loss": min(self.best_loss, sel)}
 
     def validate(self, state, epoch: int, step: int, meta: dict, bar: Progress) -> None:
-        """Model selection by samples at a boundary where it is due (may save ``best_val``)."""
-        if self.validator is None or epoch % self.validator.every:
+        """Model selection by samples at a checkpoint boundary (``state``: the host train
+        state). First the earlier validation's result is applied where it is due (see
+        ``ddgjax.validation``: in a one-process run as soon as its scoring is done, in a
+        multi-process run at the next validation); then, where a validation is due at
+        ``epoch``, its samples are drawn and their scoring starts in the background."""
+        if self.validator is None:
             return
-        scores = self.validator(state, epoch, step, meta, save=self.writer.save)
-        self.log.write({"epoch": epoch, "step": step, "validation": scores})
-        bar.note(f"{self.label}epoch {epoch}: validation " + ", ".join(
+        due = epoch % self.validator.every == 0
+        pending = self.pending_validation
+        if pending is not None and (due or (jax.process_count() == 1 and pending.done())):
+            self.finish_validation(bar)
+        if due:
+            self.pending_validation = self.validator.start(state, epoch, step, meta)
+
+    def finish_validation(self, bar: Progress) -> None:
+        """Apply the pending validation, if any (waits for its scoring): ``best_val`` when
+        it is the best so far, its record in the metrics log, a note on the bar."""
+        pending, self.pending_validation = self.pending_validation, None
+        if pending is None:
+            return
+        scores = self.validator.finish(pending, save=self.writer.save)
+        self.log.write({"epoch": pending.epoch, "step": pending.step, "validation": scores})
+        bar.note(f"{self.label}epoch {pending.epoch}: validation " + ", ".join(
             f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
 
     def save(self, state, step: int, meta: dict) -> None:
@@ -793,6 +811,14 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
             times["val"] += t2 - t1
             times["ckpt"] += time.time() - t2
 
+    def finish_validations():
+        """The validations still scoring: applied before the run ends or stops."""
+        t0 = time.time()
+        with deferred():
+            for run in runs:
+                run.finish_validation(bar)
+        times["val"] += time.time() - t0
+
     previous = pending = None
     try:
         while epoch < end_epoch:
@@ -812,6 +838,7 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
             epoch = next_stop
         if pending is not None:
             finish(pending)
+        finish_validations()
     except KeyboardInterrupt:
         # the queued chunks whose host work had not begun: their boundaries are kept
         for chunk in (previous, pending):
@@ -820,6 +847,7 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
                     print(f"\nfinishing epoch {chunk[4]}'s checkpoint before stopping...",
                           file=sys.stderr, flush=True)
                 finish(chunk)
+        finish_validations()
         raise
     t3 = time.time()
     for run in runs:  # the last boundary's writes: final before the run reports its end

@@ -1,14 +1,23 @@
 """Model selection by samples: score a model's own graphs against held-out graphs.
 
-During training (``config.validation.every_epochs > 0``) the training loop calls
-``validation_scores`` at checkpoint boundaries: it samples
-``config.validation.num_samples`` graphs with the run's sampler settings
-(``config.sample``; ``config.validation.num_steps`` overrides the step count), always
-from the same seed, and scores them with our MMDs (paper protocol: degree,
-clustering, orbit and their average) against the reference graphs, plus the
+During training (``config.validation.every_epochs > 0``) the training loop validates
+at checkpoint boundaries: it samples ``config.validation.num_samples`` graphs with the
+run's sampler settings (``config.sample``; ``config.validation.num_steps`` overrides the
+step count), always from the same seed, and scores them with our MMDs (paper protocol:
+degree, clustering, orbit and their average) against the reference graphs, plus the
 fraction of valid graphs where the dataset has a validity rule
 (``config.validation.validity``: ``"planar"``, ``"sbm"`` or ``""``). The checkpoint
 with the best ``selection_key`` is kept as ``checkpoints/best_val``.
+
+The sampling runs on the devices at the boundary; the scoring (host work: MMDs, and
+for SBM validity a block-model fit per graph, seconds per validation) runs in a
+background thread while training goes on (:meth:`Validator.start`), and its result is
+applied (the comparison, the ``best_val`` save of the validated state, the log record)
+by :meth:`Validator.finish` at a later boundary: in a one-process run at the first
+boundary where the scoring is done, in a multi-process run at the next validation
+(every process at the same boundary, since the saves are collective), and always
+before the run ends or stops on an interrupt. The selection is the same as scoring in
+place; only its record comes later.
 
 The reference (``validation_reference``) is the dataset's validation split where its
 file has one, otherwise a fixed slice of the training split (its first
@@ -16,8 +25,11 @@ file has one, otherwise a fixed slice of the training split (its first
 """
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
 import math
-from typing import Sequence
+import time
+from typing import Any, Sequence
 
 import jax
 import networkx as nx
@@ -64,19 +76,62 @@ def selection_key(scores: dict, metric: str) -> tuple[float, ...]:
     return (1.0 - scores["valid"], avg)
 
 
-def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
+def validation_samples(run, val_cfg, seed: int = 0) -> dict:
     """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``; its
-    process carries the ``config.sample`` sampler settings) and score them
-    (``score_graphs``); also returns ``sample_seconds`` and ``num_steps``. Sampling uses
-    this process's devices only, so every process of a multi-host run draws the same
-    graphs."""
+    process carries the ``config.sample`` sampler settings): ``{"graphs",
+    "sample_seconds", "num_steps"}``. Sampling uses this process's devices only, so every
+    process of a multi-host run draws the same graphs."""
     res = generate(run, int(val_cfg.num_samples), seed=seed,
                    batch_size=int(val_cfg.num_samples),
                    num_steps=validation_num_steps(run.config), devices=jax.local_devices())
-    scores = score_graphs(res["graphs"], reference, val_cfg.get("validity", ""))
-    scores["sample_seconds"] = float(res["compile_seconds"] + res["seconds"])
-    scores["num_steps"] = int(res["num_steps"])
-    return scores
+    return {"graphs": res["graphs"],
+            "sample_seconds": float(res["compile_seconds"] + res["seconds"]),
+            "num_steps": int(res["num_steps"])}
+
+
+def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
+    """``validation_samples`` scored in place (``score_graphs``), with their
+    ``sample_seconds`` and ``num_steps``."""
+    samples = validation_samples(run, val_cfg, seed)
+    scores = score_graphs(samples["graphs"], reference, val_cfg.get("validity", ""))
+    return {**scores, "sample_seconds": samples["sample_seconds"],
+            "num_steps": samples["num_steps"]}
+
+
+_SCORING: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _scoring_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The one background thread that scores validation samples (shared by the runs of
+    a process; the SBM fit inside it uses worker processes of its own)."""
+    global _SCORING
+    if _SCORING is None:
+        _SCORING = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="ddgjax-validation")
+    return _SCORING
+
+
+def _timed_scores(graphs, reference, validity: str) -> dict:
+    t0 = time.time()
+    scores = score_graphs(graphs, reference, validity)
+    return {**scores, "score_seconds": time.time() - t0}
+
+
+@dataclasses.dataclass
+class PendingValidation:
+    """A validation whose samples are drawn and whose scoring runs in the background:
+    the validated boundary (``epoch``, ``step``, the host ``state`` and checkpoint
+    ``meta``), the scoring ``future`` and what sampling took."""
+    epoch: int
+    step: int
+    state: Any
+    meta: dict
+    future: concurrent.futures.Future
+    sample_seconds: float
+    num_steps: int
+
+    def done(self) -> bool:
+        return self.future.done()
 
 
 def validation_num_steps(config) -> int | None:
@@ -111,10 +166,12 @@ def check_validation_config(config) -> None:
 class Validator:
     """Model selection by samples (``ddgjax.validation``) inside the training loop.
 
-    Called at a checkpoint boundary with the replicated train state, it samples and
-    scores the model (EMA parameters where ``config.sample.use_ema`` and EMA is on),
-    saves ``checkpoints/best_val`` when the score beats the best so far (kept across
-    resumptions in the ``best_val`` checkpoint's meta) and returns the scores.
+    At a checkpoint boundary, :meth:`start` samples the model of the host train state
+    (EMA parameters where ``config.sample.use_ema`` and EMA is on) and scores the samples
+    in a background thread; :meth:`finish` waits for the scores, saves
+    ``checkpoints/best_val`` when they beat the best so far (kept across resumptions in
+    the ``best_val`` checkpoint's meta) and returns them. Calling the validator does
+    both at once.
     """
 
     def __init__(self, config, reference, reference_name, model, process, max_nodes,
@@ -140,23 +197,38 @@ class Validator:
         return cls(config, reference, name, model, process, max_nodes,
                    node_count_distribution(ds.train), workdir)
 
-    def __call__(self, state, epoch: int, step: int, meta: dict, save=None) -> dict:
-        """Score ``state``; save it as ``best_val`` when it is the best so far, with
-        ``save(kind, step, state, meta)`` (the training loop's background
-        ``CheckpointWriter.save``; default: a synchronous ``checkpoints.save``)."""
+    def start(self, state, epoch: int, step: int, meta: dict) -> PendingValidation:
+        """Sample the model of ``state`` (a host copy of the train state at this boundary)
+        now, and start scoring the samples in the background."""
         params = to_host(state.ema_params if self.use_ema else state.params)
         run = Run(self.config, self.model, self.process, params, self.max_nodes,
                   self.node_counts, meta)
-        scores = validation_scores(run, self.reference, self.config.validation,
-                                   seed=int(self.config.train.seed))
+        samples = validation_samples(run, self.config.validation,
+                                     seed=int(self.config.train.seed))
+        future = _scoring_pool().submit(_timed_scores, samples["graphs"], self.reference,
+                                        self.config.validation.get("validity", ""))
+        return PendingValidation(int(epoch), int(step), state, dict(meta), future,
+                                 samples["sample_seconds"], samples["num_steps"])
+
+    def finish(self, pending: PendingValidation, save=None) -> dict:
+        """Wait for ``pending``'s scores (an error of the scoring is raised here); save its
+        state as ``best_val`` when it is the best so far, with ``save(kind, step, state,
+        meta)`` (the training loop's background ``CheckpointWriter.save``; default: a
+        synchronous ``checkpoints.save``). Returns the scores."""
+        scores = {**pending.future.result(), "sample_seconds": pending.sample_seconds,
+                  "num_steps": pending.num_steps}
         key = selection_key(scores, self.metric)
         scores = {**scores, "reference": self.reference_name,
                   "params": "ema" if self.use_ema else "raw"}
         if self.best is None or key < self.best:
             self.best = key
-            meta = {**meta, "validation": scores, "validation_key": list(key)}
+            meta = {**pending.meta, "validation": scores, "validation_key": list(key)}
             if save is None:
-                checkpoints.save(self.workdir, "best_val", step, state, meta)
+                checkpoints.save(self.workdir, "best_val", pending.step, pending.state, meta)
             else:
-                save("best_val", step, state, meta)
+                save("best_val", pending.step, pending.state, meta)
         return scores
+
+    def __call__(self, state, epoch: int, step: int, meta: dict, save=None) -> dict:
+        """Score ``state`` in place (``start`` then ``finish``); returns the scores."""
+        return self.finish(self.start(state, epoch, step, meta), save)

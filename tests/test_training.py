@@ -295,8 +295,9 @@ def test_train_seeds_equals_runs_alone_resumes_and_catches_up(tmp_path, capsys):
 
 def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_path, monkeypatch):
     """Model selection by samples runs for each seed (its own best_val); Ctrl-C during a
-    checkpoint boundary's saves: every run's saves finish first (deferred), and the
-    message says where all of them resume."""
+    checkpoint boundary's saves: every run's saves finish first (deferred), the
+    validations still scoring in the background are applied (each seed's best_val)
+    before the interrupt propagates, and the message says where all of them resume."""
     import os
     import signal
 
@@ -320,7 +321,7 @@ def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_pat
     with pytest.raises(training.TrainingInterrupted,
                        match=r"^interrupted at epoch 2; resume with the same command$"):
         training.train_seeds(cfg, str(tmp_path), [0, 3], verbose=False, devices=ONE)
-    assert kinds == ["best_val", "best_val", "best", "latest", "best", "latest"]
+    assert kinds == ["best", "latest", "best", "latest", "best_val", "best_val"]
     for seed in (0, 3):
         wd = str(tmp_path / f"seed_{seed}")
         assert checkpoints.restore_meta(wd, "latest")["epoch"] == 2

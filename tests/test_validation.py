@@ -93,3 +93,71 @@ def test_training_keeps_the_best_validation_checkpoint(tmp_path):
     run = load_run(wd, "best_val")
     assert run.meta["epoch"] == best_epoch
     assert len(generate(run, 4, seed=1)["graphs"]) == 4
+
+
+class _InlinePool:
+    """An executor that runs each task at once, in the caller's thread."""
+
+    def submit(self, fn, *args):
+        import concurrent.futures
+        future = concurrent.futures.Future()
+        future.set_result(fn(*args))
+        return future
+
+
+def test_background_scoring_selects_as_scoring_in_place(tmp_path, monkeypatch):
+    """Validation scores its samples in a background thread while training goes on: the
+    scoring of epoch 2's samples finishes only once epoch 3's loss is in the log (so the
+    loop trained on past that boundary meanwhile), its record follows it, and the records
+    and the best_val checkpoint equal those of a run that scores in place."""
+    import threading
+    import time
+
+    from ddgjax import validation
+
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 6
+    cfg.train.checkpoint_every_epochs = 1
+    cfg.validation.every_epochs = 2
+    cfg.validation.num_samples = 8
+    cfg.validation.num_reference = 16
+    cfg.validation.validity = "planar"
+    cfg.validation.metric = "mmd"
+    timed = validation._timed_scores
+    log = tmp_path / "background" / "metrics.jsonl"
+    calls = []
+
+    def after_epoch_3_is_logged(*args):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:  # epoch 2's scoring: wait for the loop to log epoch 3
+            deadline = time.time() + 60
+            while not any(json.loads(line).get("epoch") == 3 and "loss" in json.loads(line)
+                          for line in open(log)):
+                assert time.time() < deadline, "training did not go on while scoring"
+                time.sleep(0.05)
+        return timed(*args)
+
+    def run(name):
+        wd = str(tmp_path / name)
+        training.train(cfg, wd, verbose=False)
+        records = [json.loads(line) for line in open(tmp_path / name / "metrics.jsonl")]
+        return records, checkpoints.restore_meta(wd, "best_val")
+
+    monkeypatch.setattr(validation, "_timed_scores", after_epoch_3_is_logged)
+    background, best_background = run("background")
+    assert len(calls) == 3 and all(c.startswith("ddgjax-validation") for c in calls), calls
+    monkeypatch.setattr(validation, "_scoring_pool", lambda: _InlinePool())
+    inline, best_inline = run("inline")
+
+    def validations(records):
+        drop = ("sample_seconds", "score_seconds")
+        return [(r["epoch"], {k: v for k, v in r["validation"].items() if k not in drop})
+                for r in records if "validation" in r]
+
+    assert [e for e, _ in validations(background)] == [2, 4, 6]
+    assert validations(background) == validations(inline)
+    assert best_background["epoch"] == best_inline["epoch"]
+    assert best_background["validation_key"] == best_inline["validation_key"]
+    order = [("val", r["epoch"]) if "validation" in r else ("loss", r["epoch"])
+             for r in background if "validation" in r or "loss" in r]
+    assert order.index(("val", 2)) > order.index(("loss", 3)), order
