@@ -68,14 +68,18 @@ def test_bad_validation_config(field, value, match):
         check_validation_config(cfg)
 
 
-def test_training_keeps_the_best_validation_checkpoint(tmp_path):
+def validated_config(metric: str):
+    """The test config for 6 epochs, validated every 2 on 8 samples against 16 training
+    graphs with the planar rule, selecting by ``metric``."""
     cfg = test_config.get_config()
     cfg.train.num_epochs = 6
-    cfg.validation.every_epochs = 2
-    cfg.validation.num_samples = 8
-    cfg.validation.num_reference = 16
-    cfg.validation.validity = "planar"
-    cfg.validation.metric = "valid"
+    cfg.validation.update(every_epochs=2, num_samples=8, num_reference=16,
+                          validity="planar", metric=metric)
+    return cfg
+
+
+def test_training_keeps_the_best_validation_checkpoint(tmp_path):
+    cfg = validated_config("valid")
     cfg.sample.num_steps = 4  # validation samples like ddgjax-sample: 4 of the 8 levels
     wd = str(tmp_path / "run")
     training.train(cfg, wd, stop_after_epochs=4, verbose=False)
@@ -115,14 +119,8 @@ def test_background_scoring_selects_as_scoring_in_place(tmp_path, monkeypatch):
 
     from ddgjax import validation
 
-    cfg = test_config.get_config()
-    cfg.train.num_epochs = 6
+    cfg = validated_config("mmd")
     cfg.train.checkpoint_every_epochs = 1
-    cfg.validation.every_epochs = 2
-    cfg.validation.num_samples = 8
-    cfg.validation.num_reference = 16
-    cfg.validation.validity = "planar"
-    cfg.validation.metric = "mmd"
     timed = validation._timed_scores
     log = tmp_path / "background" / "metrics.jsonl"
     calls = []
