@@ -161,13 +161,11 @@ class GraphTransformer(nn.Module):
     def __call__(self, adj, node_mask, t_index, noise_level):
         adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
         del t_index
-        for name in ("num_layers", "node_dim", "edge_dim", "heads", "global_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"config.model.gt.{name}: expected >= 1, got "
+        for name, low in (("num_layers", 1), ("node_dim", 1), ("edge_dim", 1), ("heads", 1),
+                          ("global_dim", 1), ("walk_features", 0)):
+            if getattr(self, name) < low:
+                raise ValueError(f"config.model.gt.{name}: expected >= {low}, got "
                                  f"{getattr(self, name)}")
-        if self.walk_features < 0:
-            raise ValueError(f"config.model.gt.walk_features: expected >= 0, got "
-                             f"{self.walk_features}")
         if self.node_dim % self.heads:
             raise ValueError(f"config.model.gt.node_dim: expected a multiple of heads "
                              f"({self.heads}), got {self.node_dim}")
