@@ -691,6 +691,31 @@ def test_init_params_runs_on_the_host_cpu_off_a_cpu_backend(monkeypatch):
     assert used == ["cpu"]
 
 
+def test_init_params_never_runs_the_pallas_kernels(monkeypatch):
+    """A model with ``pallas=True`` initialises without its kernels, to the parameters of
+    the same model without them. On a GPU machine the kernels count as available while
+    ``init_params`` runs on the host CPU, where they would be lowered for the CPU and
+    crash (found in round 23 on an H200); here that machine is simulated: the kernels
+    report themselves available and fail if called."""
+    from ddgjax import models
+    from ddgjax.models import pair_mlp_kernel, pallas_launch
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("init_params ran the Pallas kernel")
+
+    monkeypatch.setattr(pallas_launch, "available", lambda: True)
+    monkeypatch.setattr(pair_mlp_kernel, "pair_mlps", no_kernel)
+    kw = dict(num_timesteps=T, hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
+    fast = models.build_model("ppgn", pallas=True, **kw)
+    with pytest.raises(AssertionError, match="ran the Pallas kernel"):  # the kernel path is live
+        fast.init(jax.random.key(3), *models._dummy_inputs(models.INIT_NODES))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")          # as on a GPU machine
+    params = models.init_params(fast, jax.random.key(3), N)
+    plain = models.build_model("ppgn", pallas=False, **kw)
+    chex.assert_trees_all_equal(jax.device_get(params),
+                                jax.device_get(models._init_here(plain, jax.random.key(3), N)))
+
+
 def test_ppgn_film_starts_as_the_plain_model_and_conditions_on_level_and_size():
     """film=True: the plain model's parameters plus the FiLM MLP and one head per block;
     freshly initialised (zero heads) it computes the plain model's logits; with nonzero
