@@ -54,7 +54,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.hidden, args.blocks, args.steps, args.train_steps = 8, 8, 2, 4, 2
-        args.sample_batches, args.repeat = "2,4", 2
+        args.repeat = 2
+        args.sample_batches = "2,4" if args.sample_batches else ""
         args.train_batches = "2,4" if args.train_batches else ""
     out = {"device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
            "dtype": args.dtype, "nodes": args.nodes, "hidden": args.hidden,

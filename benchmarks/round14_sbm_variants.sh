@@ -24,6 +24,7 @@
 # of the final samples, and the training seed, for every variant; SAMPLE_STEPS (default
 # 64) the final samples' number of steps and LOGIT_SCALE (default 0.9, the recipe's; 1 for
 # many-step samples, where the scale adds too many edges) their logit scale.
+# GPUS: the cards to use (comma-separated, default all; variant k on the k-th mod their count).
 # EXTRA_ALL: more overrides for every variant (a CPU dry run: a tiny model, few epochs).
 # Usage: CALL=1 bash benchmarks/round14_sbm_variants.sh OUT
 set -uo pipefail
@@ -41,8 +42,11 @@ COMMON="--config.train.seed=${SEED:-1} --config.validation.every_epochs=250 \
  --config.train.num_epochs=${EPOCHS:-2500} ${EXTRA_ALL:-}"
 IFS='|' read -ra variants <<< "${VARIANTS:-ctrl:|wd:--config.train.weight_decay=0.1|unif:--config.diffusion.train_grid=uniform|wdunif:--config.train.weight_decay=0.1 --config.diffusion.train_grid=uniform}"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$ngpu" -ge 1 ] || ngpu=1
+# GPUS (e.g. "2,3"): the cards to use, variant k on the k-th (mod their count); default all
+IFS=',' read -ra gpus <<< "${GPUS:-$(seq -s, 0 $(( ngpu - 1 )))}"
+ngpu=${#gpus[@]}
 if [ "${CONFIRM:-0}" = 1 ]; then
-  CUDA_VISIBLE_DEVICES=0 timeout 150 python benchmarks/vun_eval.py \
+  CUDA_VISIBLE_DEVICES=${gpus[0]} timeout 150 python benchmarks/vun_eval.py \
     --workdir .devdata/sbm_r11/sbm_best --checkpoint best_val --ema --validity none \
     --protocol none --seeds 5 --num_samples 40 --num_steps 64 $SAMPLER \
     --name spectre_sbm_best_power2 --out "$OUT/res/samples" > "$OUT/res/vun_best_power2.log" 2>&1 &
@@ -52,8 +56,8 @@ pids=(); names=(); k=0
 for v in "${variants[@]}"; do
   IFS=':' read -r name extra <<< "$v"
   names+=("$name")
-  echo "$name: GPU $(( k % ngpu )), start at step $(ls $RUNS/$name/checkpoints/latest 2>/dev/null | sort -n | tail -1)" >> "$OUT/res/times.txt"
-  CUDA_VISIBLE_DEVICES=$(( k % ngpu )) python train.py --config configs/best.py:spectre_sbm \
+  echo "$name: GPU ${gpus[$(( k % ngpu ))]}, start at step $(ls $RUNS/$name/checkpoints/latest 2>/dev/null | sort -n | tail -1)" >> "$OUT/res/times.txt"
+  CUDA_VISIBLE_DEVICES=${gpus[$(( k % ngpu ))]} python train.py --config configs/best.py:spectre_sbm \
     --workdir $RUNS/$name --quiet $COMMON $extra > "$OUT/res/train_${name}_c$CALL.log" 2>&1 &
   pids+=($!); k=$(( k + 1 ))
 done
@@ -63,7 +67,7 @@ echo "training stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 pids=(); k=0
 for name in "${names[@]}"; do
   cp $RUNS/$name/metrics.jsonl "$OUT/res/metrics_${name}.jsonl" 2>/dev/null
-  CUDA_VISIBLE_DEVICES=$(( k % ngpu )) python benchmarks/vun_eval.py --workdir $RUNS/$name \
+  CUDA_VISIBLE_DEVICES=${gpus[$(( k % ngpu ))]} python benchmarks/vun_eval.py --workdir $RUNS/$name \
     --checkpoint best_val --ema --validity none --protocol none --seeds 5 --num_samples 40 \
     --num_steps ${SAMPLE_STEPS:-64} $SAMPLER --name sbm14_${name}_c$CALL --out "$OUT/res/samples" \
     > "$OUT/res/vun_${name}_c$CALL.log" 2>&1 &
