@@ -15,7 +15,7 @@ OUT=$1; G=/tmp/overlap; mkdir -p $G
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name,memory.total --format=csv > $G/gpu.txt 2>&1
 ARGS=(--config ${CONFIG:-configs/best.py:spectre_sbm} --quiet --config.train.num_epochs=${EPOCHS:-750}
-      --config.validation.every_epochs=250 ${EXTRA:-})
+      --config.validation.every_epochs=250 --config.train.checkpoint_every_epochs=50 ${EXTRA:-})
 root=$(pwd)
 run() {  # NAME GPU DIR
   local t0=$(date +%s%N)

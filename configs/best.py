@@ -39,7 +39,8 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   again (67.5 %; at 1024 steps without the logit scale 73 % with graph-tool's fit, the
   recipe's 72 %) and no sampling grid better beyond noise; round 21 found a
   graph-transformer denoiser far worse (0 % valid without random-walk inputs, 21 % at
-  best with them, on validation) and the uniform and ``mid:2`` grids level at 5 x 40
+  best with them, on validation) and the uniform and ``mid:2`` grids level at 5 x 40;
+  round 23 found the uniform prior (21 %) and a constant learning rate (54 %) worse
   (docs/RESULTS.md, "Every SPECTRE SBM variant tried"). Rematerialisation stays off: a
   bfloat16 step at N = 187, batch 32, fits one H100 without it (the largest N that
   trained there: 187 without, 384 with remat); float32 at 187 needs
