@@ -174,8 +174,9 @@ class PPGNBlockFused(nn.Module):
     parameters (names, shapes, init) and the same function up to rounding.
 
     * The first layers of ``m1`` and ``m2`` are one GEMM ``h -> 2h`` (``x`` is read
-      once), their second layers one GEMM with the block-diagonal ``2h x 2h`` kernel
-      that writes ``[m1; m2]`` channels first (slicing the leading axis is free).
+      once), their second layers one GEMM batched over the two MLPs that writes
+      ``[m1; m2]`` channels first (slicing the leading axis is free). (Until round 23 it
+      was one GEMM with the block-diagonal ``2h x 2h`` kernel: twice the products.)
     * The padding mask and the ``1/sqrt(n)`` scale of the product are one multiply
       of ``m1`` (the product is linear in ``m1``).
     * The instance norm takes mean and variance in one pass
@@ -226,12 +227,14 @@ class PPGNBlockFused(nn.Module):
                                  film, mask_sq, cdt)
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
-        zeros = jnp.zeros((h, h), jnp.float32)
-        k1 = jnp.block([[k11, zeros], [zeros, k21]]).astype(cdt)        # [2h, 2h]
-        b1 = jnp.concatenate([b11, b21]).astype(cdt)
+        k1 = jnp.stack([k11, k21]).astype(cdt)                          # [2, h, h]
+        b1 = jnp.stack([b11, b21]).astype(cdt)                          # [2, h]
         hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
-        m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
-        prod = channel_matmul(m[:h] * scale[None], m[h:])
+        hid = hid.reshape(hid.shape[:3] + (2, h))                       # [B, N, N, 2, h]
+        # one GEMM batched over the two MLPs (not a block-diagonal [2h, 2h] kernel, half
+        # of whose products, and of their gradients, are with zeros)
+        m = jnp.einsum("bijsc,scd->sdbij", hid, k1) + b1[:, :, None, None, None]  # [2, h, B, N, N]
+        prod = channel_matmul(m[0] * scale[None], m[1])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
         return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film,
                              mask_sq, cdt)
