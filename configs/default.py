@@ -42,7 +42,8 @@ def get_config():
     # film: condition every block on the noise level and node count by FiLM (per-graph
     # scale and shift of each block's norm output; off: the paper's diagonal channel only).
     # fused: the block with fewer passes over memory (same parameters and function);
-    # pallas: its two pair MLPs as one Pallas kernel (forward only, for sampling).
+    # pallas: its two pair MLPs as one Pallas kernel and the mixing layer with the norm
+    # statistics as another (bfloat16 on a GPU; sampling and training).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,

@@ -626,6 +626,117 @@ def test_ppgn_pallas_model_under_vmap_equals_the_batched_call():
     assert _relative_error(per_graph(xla)(adj, nm, t, lv), batched) < 2e-2
 
 
+def _all_close_tree(got, want, rtol, atol_rel):
+    """Every leaf of ``got`` within ``rtol`` and ``atol_rel * max|want|`` of ``want``."""
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol_rel * max(np.abs(b).max(), 1e-6))
+
+
+def test_pair_mlp_kernel_gradient_from_residuals_equals_autodiff_of_the_reference():
+    """Under differentiation the kernel also writes the hidden layers, and the backward
+    (``pair_mlps_backward``, no forward recomputed) gives autodiff's cotangents of the
+    reference for all six arguments (the scale's included), in float32 to rounding, in
+    bfloat16 to its precision, and per example under vmap."""
+    from ddgjax.models.pair_mlp_kernel import (_forward_with_hidden, hidden_reference,
+                                               pair_mlps, pair_mlps_reference)
+    keys = jax.random.split(jax.random.key(11), 8)
+    M, C, H = 128, 16, 16
+    args = [jax.random.normal(keys[0], (M, C)), jax.random.normal(keys[1], (2, C, H)) / 4,
+            jax.random.normal(keys[2], (2, H)), jax.random.normal(keys[3], (2, H, H)) / 4,
+            jax.random.normal(keys[4], (2, H)), jax.random.uniform(keys[5], (M,))]
+    w = jax.random.normal(keys[6], (2, H, M))
+    loss = lambda f: lambda *a: jnp.sum(w * jnp.stack(f(*a)).astype(jnp.float32))
+    for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 2e-2)):
+        cast = [a.astype(dtype) for a in args]
+        g = jax.grad(loss(pair_mlps), argnums=tuple(range(6)))(*cast)
+        g_ref = jax.grad(loss(pair_mlps_reference), argnums=tuple(range(6)))(*cast)
+        assert [x.dtype for x in g] == [dtype] * 6
+        _all_close_tree(g, g_ref, rtol, atol)
+    # the kernel that writes the residual: the same outputs, and the hidden layers
+    m0, m1, hidden = _forward_with_hidden(*args)
+    _all_close_tree((m0, m1), pair_mlps_reference(*args), 1e-5, 1e-5)
+    assert hidden.shape == (M, 2 * H)
+    _all_close_tree(hidden, hidden_reference(*args[:3]), 1e-5, 1e-5)
+    # per example under vmap: the merged-rows kernel and its backward
+    xs, ss = jnp.stack([args[0], -args[0]]), jnp.stack([args[5], 1.0 - args[5]])
+    vloss = lambda f: lambda x, w0, s: sum(
+        loss(f)(x[v], w0, args[2], args[3], args[4], s[v]) for v in range(2))
+    batched = lambda x, w0, s: jnp.sum(jax.vmap(
+        lambda xv, sv: jnp.sum(w * jnp.stack(pair_mlps(xv, w0, args[2], args[3], args[4], sv))))(
+        x, s))
+    g = jax.grad(batched, argnums=(0, 1, 2))(xs, args[1], ss)
+    g_ref = jax.grad(vloss(pair_mlps_reference), argnums=(0, 1, 2))(xs, args[1], ss)
+    _all_close_tree(g, g_ref, 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("nodes,G", [(4, 6), (6, 8)])
+def test_mix_norm_kernel_gradient_equals_autodiff_of_the_reference(nodes, G):
+    """The mixing kernel's backward (``mix_with_stats_backward``, from the inputs and ``y``)
+    gives autodiff's cotangents of the reference for all inputs, through both ``y`` and
+    the per-graph sums, with tiles spanning two graphs; bfloat16 to its precision."""
+    from ddgjax.models.mix_norm_kernel import mix_with_stats, mix_with_stats_reference
+    keys = jax.random.split(jax.random.key(13), 8)
+    C, H = 16, 16
+    nsq = nodes * nodes
+    M = G * nsq
+    args = [jax.random.normal(keys[0], (M, C)), jax.random.normal(keys[1], (H, M)),
+            jax.random.normal(keys[2], (C, H)) / 4, jax.random.normal(keys[3], (H, H)) / 4,
+            3.0 + jax.random.normal(keys[4], (H,)),
+            (jax.random.uniform(keys[5], (M,)) < 0.7).astype(jnp.float32)]
+    wy = jax.random.normal(keys[6], (M, H))
+    ws = jax.random.normal(keys[7], (G, 2, H)) / nsq
+
+    def loss(f):
+        def run(*a):
+            y, sums = f(*a)
+            return jnp.sum(wy * y.astype(jnp.float32)) + jnp.sum(ws * sums)
+        return run
+
+    kernel = lambda *a: mix_with_stats(*a, nsq)
+    reference = lambda *a: mix_with_stats_reference(*a, nsq)
+    for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 3e-2)):
+        cast = [a.astype(dtype) for a in args]
+        g = jax.grad(loss(kernel), argnums=tuple(range(6)))(*cast)
+        g_ref = jax.grad(loss(reference), argnums=tuple(range(6)))(*cast)
+        assert [x.dtype for x in g] == [dtype] * 6
+        _all_close_tree(g, g_ref, rtol, atol)
+
+
+def test_ppgn_trains_with_the_pallas_kernels_like_the_xla_path(monkeypatch):
+    """pallas=True in bfloat16 under jax.grad: the gradient program runs the kernels (the
+    pair-MLP one that writes its hidden layers, and the mixing one, in every block) and
+    no second forward pass; its parameter gradients equal the XLA fused path's up to
+    bfloat16 rounding, with padding."""
+    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
+    fast = build_model("ppgn", T, pallas=True, **bf16)
+    xla = build_model("ppgn", T, fused=True, **bf16)
+    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
+    adj, nm = random_batch(12, [8, 6, 3, 8], 8)
+    t, lv = noise_inputs(4, seed=8)
+    w = jax.random.normal(jax.random.key(2), adj.shape)
+    loss = lambda m: lambda p: jnp.sum(w * m.apply(p, adj, nm, t, lv))
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss(fast)))(params))
+    assert jaxpr.count("pallas_call") == 2 * 2                     # 2 kernels x 2 blocks
+    assert jaxpr.count("ShapedArray(bfloat16[256,32])") == 2       # the hidden layers [M, 2h]
+    # no forward recomputed: the backward never calls the kernels' XLA references
+    from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
+
+    def recomputed(*args, **kwargs):
+        raise AssertionError("the backward recomputed a kernel's forward")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pair_mlp_kernel, "pair_mlps_reference", recomputed)
+        patch.setattr(mix_norm_kernel, "mix_with_stats_reference", recomputed)
+        g = jax.grad(loss(fast))(params)
+    g_ref = jax.grad(loss(xla))(params)
+    flat, flat_ref = (np.concatenate([np.ravel(np.asarray(x, np.float32))
+                                      for x in jax.tree_util.tree_leaves(tree)])
+                      for tree in (g, g_ref))
+    assert _relative_error(flat, flat_ref) < 3e-2
+
+
 def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     """On a CPU the kernels would run interpreted (slow): only DDGJAX_PALLAS_INTERPRET=1
     (the tests) turns them on; without it pallas=True takes the XLA path."""

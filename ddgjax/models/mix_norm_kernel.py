@@ -15,8 +15,10 @@ Each tile of rows spans at most two graphs (tiles are no longer than ``nodes_sq`
 it writes partial sums for "the graph of its first row" and "the next one"; a segment
 sum adds them up per graph.
 
-Forward only: the gradient recomputes ``mix_with_stats_reference`` (``jax.custom_vjp``).
-Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged into one call.
+Gradients (``jax.custom_vjp``): ``mix_with_stats_backward``, autodiff's formulas of
+``mix_with_stats_reference`` written out from the inputs and the output ``y`` (``d`` is
+taken as ``y - b``, so in bfloat16 it carries ``y``'s rounding), without the forward's
+GEMMs again. Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged into one call.
 On CPU it runs in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the
 tests); see ``pallas_launch``.
 """
@@ -110,6 +112,32 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
     return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
 
 
+def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq: int):
+    """The gradient of ``mix_with_stats_reference`` from its inputs and its output ``y``.
+
+    Args: the reference's arguments; ``y`` ``[M, H]`` its output; ``gy`` ``[M, H]`` and
+      ``gsums`` ``[G, 2, H]`` the cotangents of ``y`` and ``sums``.
+    Returns: the cotangents of ``(x, prod, wx, wp, b, row_mask)`` in their dtypes.
+    """
+    f32 = jnp.float32
+    hidden = wx.shape[-1]
+    d = y.astype(f32) - b.astype(f32)[None, :]                             # [M, H]
+    mask = row_mask.astype(f32)
+    gs = jnp.repeat(gsums.astype(f32), nodes_sq, axis=0)                  # [M, 2, H]
+    gd_sums = gs[:, 0] + 2.0 * gs[:, 1] * d
+    gd = gy.astype(f32) + mask[:, None] * gd_sums
+    gd_c = gd.astype(x.dtype)
+    dx = jnp.einsum("mh,ch->mc", gd_c, wx, preferred_element_type=f32)
+    dprod = jnp.einsum("mk,hk->hm", gd_c, wp, preferred_element_type=f32)
+    dwx = jnp.einsum("mc,mh->ch", x, gd_c, preferred_element_type=f32)
+    dwp = jnp.einsum("hm,mk->hk", prod, gd_c, preferred_element_type=f32)
+    db = gy.astype(f32).sum(0)
+    dmask = jnp.sum(gs[:, 0] * d + gs[:, 1] * d * d, axis=1)
+    assert dwp.shape == (hidden, hidden)
+    return (dx.astype(x.dtype), dprod.astype(prod.dtype), dwx.astype(wx.dtype),
+            dwp.astype(wp.dtype), db.astype(b.dtype), dmask.astype(row_mask.dtype))
+
+
 @functools.lru_cache(maxsize=None)
 def _make(nodes_sq: int):
     @jax.custom_batching.custom_vmap
@@ -137,11 +165,11 @@ def _make(nodes_sq: int):
         return forward(x, prod, wx, wp, b, row_mask)
 
     def fwd(*args):
-        return forward(*args), args
+        y, sums = forward(*args)
+        return (y, sums), args + (y,)
 
     def bwd(res, g):
-        _, vjp = jax.vjp(lambda *a: mix_with_stats_reference(*a, nodes_sq), *res)
-        return vjp(g)
+        return mix_with_stats_backward(*res, *g, nodes_sq)
 
     mix.defvjp(fwd, bwd)
     return mix

@@ -10,10 +10,13 @@ product reads. XLA runs the same work as four GEMMs and three elementwise passes
 a round trip of a ``[M, H]`` tensor through device memory; the kernel reads a tile of
 ``x`` once and writes ``m_1, m_2`` once, the hidden layer staying on chip.
 
-Forward only: the backward pass (``jax.custom_vjp``) recomputes the reference
-``pair_mlps_reference`` and differentiates that, so the kernel is for sampling; training
-keeps the XLA path. On CPU the kernel runs in Pallas' interpret mode when
-``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``.
+Gradients (``jax.custom_vjp``): under differentiation the forward runs a second kernel
+that also writes the hidden layers ``[M, 2H]`` (one more write, no more reads), and the
+backward is the XLA gradient of the fused block's pair MLPs written out from those
+residuals (``pair_mlps_backward``: the same GEMMs as autodiff of the XLA path, the
+block-diagonal second layer included, without recomputing the forward). On CPU the
+kernels run in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the tests);
+see ``pallas_launch``.
 """
 from __future__ import annotations
 
@@ -74,13 +77,32 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref):
         o_ref[...] = m.T.astype(o_ref.dtype)                         # [H, TM]
 
 
-def _pallas_forward(x, w0, b0, w1, b1, scale):
+def _kernel_with_hidden(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref):
+    """``_kernel`` that also writes the hidden layers, ``[TM, 2H]`` (``m1``'s then ``m2``'s)."""
+    x = x_ref[...]                                                   # [TM, C]
+    hidden = w0_ref.shape[-1]
+    for j, o_ref in enumerate((o0_ref, o1_ref)):
+        h = jnp.dot(x, w0_ref[j], preferred_element_type=jnp.float32) + b0_ref[j][None, :]
+        h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
+        h_ref[:, pl.ds(j * hidden, hidden)] = h
+        m = jnp.dot(h, w1_ref[j], preferred_element_type=jnp.float32) + b1_ref[j][None, :]
+        if j == 0:
+            m = m * s_ref[...].astype(jnp.float32)[:, None]
+        o_ref[...] = m.T.astype(o_ref.dtype)                         # [H, TM]
+
+
+def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     tm = tile_rows(m_rows)
     # Two outputs, not one [2, H, M]: XLA copies a slice of a custom call's output.
-    m0, m1 = pl.pallas_call(
-        _kernel,
+    out_specs = [pl.BlockSpec((hidden, tm), lambda i: (0, i))] * 2
+    out_shape = [jax.ShapeDtypeStruct((hidden, m_rows), x.dtype)] * 2
+    if with_hidden:
+        out_specs.append(pl.BlockSpec((tm, 2 * hidden), lambda i: (i, 0)))
+        out_shape.append(jax.ShapeDtypeStruct((m_rows, 2 * hidden), x.dtype))
+    return tuple(pl.pallas_call(
+        _kernel_with_hidden if with_hidden else _kernel,
         grid=(m_rows // tm,),
         in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
                   pl.BlockSpec((2, c, hidden), lambda i: (0, 0, 0)),
@@ -88,34 +110,93 @@ def _pallas_forward(x, w0, b0, w1, b1, scale):
                   pl.BlockSpec((2, hidden, hidden), lambda i: (0, 0, 0)),
                   pl.BlockSpec((2, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((tm,), lambda i: (i,))],
-        out_specs=[pl.BlockSpec((hidden, tm), lambda i: (0, i))] * 2,
-        out_shape=[jax.ShapeDtypeStruct((hidden, m_rows), x.dtype)] * 2,
+        out_specs=out_specs,
+        out_shape=out_shape,
         **pallas_launch.call_options("DDGJAX_PAIR_MLP"),
-    )(x, w0, b0, w1, b1, scale)
-    return m0, m1
+    )(x, w0, b0, w1, b1, scale))
 
 
-@jax.custom_batching.custom_vmap
-def _forward(x, w0, b0, w1, b1, scale):
-    return _pallas_forward(x, w0, b0, w1, b1, scale)
+def hidden_reference(x, w0, b0):
+    """The hidden layers the gradient kernel writes: ``[M, 2H]`` in the dtype of ``x``."""
+    h = jnp.einsum("mc,jch->mjh", x, w0, preferred_element_type=jnp.float32) + b0[None]
+    h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
+    return h.reshape(x.shape[0], -1)
 
 
-@_forward.def_vmap
-def _forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
-    """Under ``vmap`` (e.g. the per-graph completion sampler, which vmaps the model) the
-    rows of all examples are one kernel call, so the tile stays large:
-    ``x [V, M, C]`` -> ``[V * M, C]``."""
-    x_b, *weights_b, s_b = in_batched
-    hidden = w0.shape[-1]
-    rows = axis_size * x.shape[-2]
-    if any(weights_b) or not supported(rows, x.shape[-1], hidden):
-        axes = tuple(0 if b else None for b in in_batched)
-        return jax.vmap(pair_mlps_reference, in_axes=axes)(x, w0, b0, w1, b1, scale), (True, True)
-    x = x if x_b else jnp.broadcast_to(x, (axis_size,) + x.shape)
-    scale = scale if s_b else jnp.broadcast_to(scale, (axis_size,) + scale.shape)
-    m0, m1 = _forward(x.reshape(rows, x.shape[-1]), w0, b0, w1, b1, scale.reshape(rows))
-    unmerge = lambda m: jnp.swapaxes(m.reshape(hidden, axis_size, -1), 0, 1)  # [V, H, M]
-    return (unmerge(m0), unmerge(m1)), (True, True)
+def _make_forward(with_hidden: bool):
+    """The kernel call, batched under ``vmap`` by merging the examples' rows."""
+
+    def reference(x, w0, b0, w1, b1, scale):
+        out = pair_mlps_reference(x, w0, b0, w1, b1, scale)
+        return out + (hidden_reference(x, w0, b0),) if with_hidden else out
+
+    @jax.custom_batching.custom_vmap
+    def forward(x, w0, b0, w1, b1, scale):
+        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden)
+
+    @forward.def_vmap
+    def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
+        """Under ``vmap`` (e.g. the per-graph completion sampler, which vmaps the model)
+        the rows of all examples are one kernel call, so the tile stays large:
+        ``x [V, M, C]`` -> ``[V * M, C]``."""
+        x_b, *weights_b, s_b = in_batched
+        hidden = w0.shape[-1]
+        rows = axis_size * x.shape[-2]
+        n_out = 3 if with_hidden else 2
+        if any(weights_b) or not supported(rows, x.shape[-1], hidden):
+            axes = tuple(0 if b else None for b in in_batched)
+            return jax.vmap(reference, in_axes=axes)(x, w0, b0, w1, b1, scale), (True,) * n_out
+        x = x if x_b else jnp.broadcast_to(x, (axis_size,) + x.shape)
+        scale = scale if s_b else jnp.broadcast_to(scale, (axis_size,) + scale.shape)
+        out = forward(x.reshape(rows, x.shape[-1]), w0, b0, w1, b1, scale.reshape(rows))
+        unmerge = lambda m: jnp.swapaxes(m.reshape(hidden, axis_size, -1), 0, 1)  # [V, H, M]
+        out = (unmerge(out[0]), unmerge(out[1])) + tuple(
+            h.reshape(axis_size, -1, 2 * hidden) for h in out[2:])
+        return out, (True,) * n_out
+
+    return forward
+
+
+_forward = _make_forward(with_hidden=False)
+_forward_with_hidden = _make_forward(with_hidden=True)
+
+
+def pair_mlps_backward(x, w0, w1, b1, scale, hidden, g0, g1):
+    """The gradient of ``pair_mlps_reference`` from its residuals, without its forward.
+
+    Args: ``x, w0, w1, b1, scale`` as in ``pair_mlps_reference``; ``hidden`` ``[M, 2H]``
+      (``hidden_reference``); ``g0, g1`` ``[H, M]``, the cotangents of ``m_0, m_1``.
+    Returns: the cotangents of ``(x, w0, b0, w1, b1, scale)``, each in its input's dtype.
+
+    The GEMMs are those of autodiff of the fused block's XLA path (the two first layers
+    as one ``[C, 2H]`` kernel, the second layers as one block-diagonal ``[2H, 2H]``), whose
+    layouts XLA runs fastest (docs/benchmarks.md, round 23). The scale's cotangent needs
+    ``m_0`` before scaling, one more GEMM, which XLA drops where nothing uses it (the PPGN's
+    scale is a mask and a constant per graph, not a function of parameters).
+    """
+    f32 = jnp.float32
+    hidden_w = w0.shape[-1]
+    gm0 = g0.astype(f32) * scale.astype(f32)[None, :]
+    gm = jnp.concatenate([gm0, g1.astype(f32)]).astype(x.dtype)      # [2H, M]
+    zeros = jnp.zeros((hidden_w, hidden_w), w1.dtype)
+    k1 = jnp.block([[w1[0], zeros], [zeros, w1[1]]])                  # [2H, 2H]
+    k0 = jnp.concatenate([w0[0], w0[1]], axis=1)                      # [C, 2H]
+    dk1 = jnp.einsum("md,em->de", hidden, gm, preferred_element_type=f32)
+    dhid = jnp.einsum("em,de->md", gm, k1, preferred_element_type=f32)  # [M, 2H]
+    dpre = jnp.where(hidden >= 0, dhid, NEGATIVE_SLOPE * dhid)
+    dpre_c = dpre.astype(x.dtype)
+    dk0 = jnp.einsum("mc,md->cd", x, dpre_c, preferred_element_type=f32)
+    dx = jnp.einsum("md,cd->mc", dpre_c, k0, preferred_element_type=f32)
+    split = lambda a: jnp.stack([a[..., :hidden_w], a[..., hidden_w:]])
+    dw0 = split(dk0)                                                  # [2, C, H]
+    dw1 = jnp.stack([dk1[:hidden_w, :hidden_w], dk1[hidden_w:, hidden_w:]])
+    db0 = split(dpre.sum(0))
+    db1 = split(gm.astype(f32).sum(1))
+    m0 = (jnp.einsum("mh,hk->km", hidden[:, :hidden_w], w1[0], preferred_element_type=f32)
+          + b1[0].astype(f32)[:, None])
+    dscale = jnp.sum(g0.astype(f32) * m0, axis=0)
+    return (dx.astype(x.dtype), dw0.astype(w0.dtype), db0.astype(b1.dtype),
+            dw1.astype(w1.dtype), db1.astype(b1.dtype), dscale.astype(scale.dtype))
 
 
 @jax.custom_vjp
@@ -125,12 +206,14 @@ def pair_mlps(x, w0, b0, w1, b1, scale):
 
 
 def _fwd(x, w0, b0, w1, b1, scale):
-    return _forward(x, w0, b0, w1, b1, scale), (x, w0, b0, w1, b1, scale)
+    m0, m1, hidden = _forward_with_hidden(x, w0, b0, w1, b1, scale)
+    return (m0, m1), (x, w0, b0, w1, b1, scale, hidden)
 
 
 def _bwd(res, g):
-    _, vjp = jax.vjp(pair_mlps_reference, *res)
-    return vjp(g)
+    x, w0, b0, w1, b1, scale, hidden = res
+    out = pair_mlps_backward(x, w0, w1, b1, scale, hidden, *g)
+    return (out[0], out[1], out[2].astype(b0.dtype)) + out[3:]
 
 
 pair_mlps.defvjp(_fwd, _bwd)

@@ -288,10 +288,10 @@ class PPGN(nn.Module):
         rounding, the same function).
       pallas: also run the two per-entry MLPs of each block as one Pallas kernel
         (``pair_mlp_kernel``) and the mixing layer with the norm statistics as another
-        (``mix_norm_kernel``); implies ``fused``. Forward only: the gradient recomputes
-        the XLA path, so it is meant for sampling. Only with ``compute_dtype``
-        bfloat16 (in float32 the XLA path was faster); shapes the kernels can't tile
-        fall back to XLA.
+        (``mix_norm_kernel``); implies ``fused``. Differentiable: the backward is the
+        XLA path's, from residuals the kernels save (no forward recomputed). Only with
+        ``compute_dtype`` bfloat16 (in float32 the XLA path was faster); shapes the
+        kernels can't tile fall back to XLA.
       walk_features: ``K > 0`` adds ``K`` input channels of random-walk probabilities of
         ``A_t`` (``random_walk_channels``: ``log(1 + n * (D^-1 A_t)^k)``, ``k = 1..K``): global
         structure, such as communities, that the blocks would otherwise have to build from
