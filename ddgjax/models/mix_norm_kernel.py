@@ -18,9 +18,9 @@ sum adds them up per graph.
 Gradients (``jax.custom_vjp``): ``mix_with_stats_backward``, autodiff's formulas of
 ``mix_with_stats_reference`` written out from the inputs and the output ``y`` (``d`` is
 taken as ``y - b``, so in bfloat16 it carries ``y``'s rounding), without the forward's
-GEMMs again. Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged into one call.
-On CPU it runs in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the
-tests); see ``pallas_launch``.
+GEMMs again. Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged
+into one call. On CPU it runs in Pallas' interpret mode when
+``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``.
 """
 from __future__ import annotations
 
@@ -120,7 +120,6 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
     Returns: the cotangents of ``(x, prod, wx, wp, b, row_mask)`` in their dtypes.
     """
     f32 = jnp.float32
-    hidden = wx.shape[-1]
     d = y.astype(f32) - b.astype(f32)[None, :]                             # [M, H]
     mask = row_mask.astype(f32)
     gs = jnp.repeat(gsums.astype(f32), nodes_sq, axis=0)                  # [M, 2, H]
@@ -133,7 +132,6 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
     dwp = jnp.einsum("hm,mk->hk", prod, gd_c, preferred_element_type=f32)
     db = gy.astype(f32).sum(0)
     dmask = jnp.sum(gs[:, 0] * d + gs[:, 1] * d * d, axis=1)
-    assert dwp.shape == (hidden, hidden)
     return (dx.astype(x.dtype), dprod.astype(prod.dtype), dwx.astype(wx.dtype),
             dwp.astype(wp.dtype), db.astype(b.dtype), dmask.astype(row_mask.dtype))
 

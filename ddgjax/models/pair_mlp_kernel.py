@@ -66,25 +66,16 @@ def supported(m: int, c: int, h: int) -> bool:
     return pallas_launch.available() and tile_rows(m) is not None and pow2(c) and pow2(h)
 
 
-def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref):
-    x = x_ref[...]                                                   # [TM, C]
-    for j, o_ref in enumerate((o0_ref, o1_ref)):
-        h = jnp.dot(x, w0_ref[j], preferred_element_type=jnp.float32) + b0_ref[j][None, :]
-        h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
-        m = jnp.dot(h, w1_ref[j], preferred_element_type=jnp.float32) + b1_ref[j][None, :]
-        if j == 0:
-            m = m * s_ref[...].astype(jnp.float32)[:, None]
-        o_ref[...] = m.T.astype(o_ref.dtype)                         # [H, TM]
-
-
-def _kernel_with_hidden(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref):
-    """``_kernel`` that also writes the hidden layers, ``[TM, 2H]`` (``m1``'s then ``m2``'s)."""
+def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=None):
+    """One tile of rows; with ``h_ref`` (the gradient's forward) it also writes the hidden
+    layers, ``[TM, 2H]`` (``m1``'s then ``m2``'s)."""
     x = x_ref[...]                                                   # [TM, C]
     hidden = w0_ref.shape[-1]
     for j, o_ref in enumerate((o0_ref, o1_ref)):
         h = jnp.dot(x, w0_ref[j], preferred_element_type=jnp.float32) + b0_ref[j][None, :]
         h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
-        h_ref[:, pl.ds(j * hidden, hidden)] = h
+        if h_ref is not None:
+            h_ref[:, pl.ds(j * hidden, hidden)] = h
         m = jnp.dot(h, w1_ref[j], preferred_element_type=jnp.float32) + b1_ref[j][None, :]
         if j == 0:
             m = m * s_ref[...].astype(jnp.float32)[:, None]
@@ -102,7 +93,7 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False):
         out_specs.append(pl.BlockSpec((tm, 2 * hidden), lambda i: (i, 0)))
         out_shape.append(jax.ShapeDtypeStruct((m_rows, 2 * hidden), x.dtype))
     return tuple(pl.pallas_call(
-        _kernel_with_hidden if with_hidden else _kernel,
+        _kernel,
         grid=(m_rows // tm,),
         in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
                   pl.BlockSpec((2, c, hidden), lambda i: (0, 0, 0)),
