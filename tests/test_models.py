@@ -634,6 +634,18 @@ def _all_close_tree(got, want, rtol, atol_rel):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol_rel * max(np.abs(b).max(), 1e-6))
 
 
+def _check_cotangents(loss, kernel, reference, args, bf16_atol_rel):
+    """``loss(kernel)``'s gradients for every argument equal ``loss(reference)``'s, in each
+    argument's dtype: float32 to rounding, bfloat16 to its precision."""
+    for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, bf16_atol_rel)):
+        cast = [a.astype(dtype) for a in args]
+        every = tuple(range(len(args)))
+        g = jax.grad(loss(kernel), argnums=every)(*cast)
+        g_ref = jax.grad(loss(reference), argnums=every)(*cast)
+        assert [x.dtype for x in g] == [dtype] * len(args)
+        _all_close_tree(g, g_ref, rtol, atol)
+
+
 def test_pair_mlp_kernel_gradient_from_residuals_equals_autodiff_of_the_reference():
     """Under differentiation the kernel also writes the hidden layers, and the backward
     (``pair_mlps_backward``, no forward recomputed) gives autodiff's cotangents of the
@@ -648,12 +660,7 @@ def test_pair_mlp_kernel_gradient_from_residuals_equals_autodiff_of_the_referenc
             jax.random.normal(keys[4], (2, H)), jax.random.uniform(keys[5], (M,))]
     w = jax.random.normal(keys[6], (2, H, M))
     loss = lambda f: lambda *a: jnp.sum(w * jnp.stack(f(*a)).astype(jnp.float32))
-    for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 2e-2)):
-        cast = [a.astype(dtype) for a in args]
-        g = jax.grad(loss(pair_mlps), argnums=tuple(range(6)))(*cast)
-        g_ref = jax.grad(loss(pair_mlps_reference), argnums=tuple(range(6)))(*cast)
-        assert [x.dtype for x in g] == [dtype] * 6
-        _all_close_tree(g, g_ref, rtol, atol)
+    _check_cotangents(loss, pair_mlps, pair_mlps_reference, args, 2e-2)
     # the kernel that writes the residual: the same outputs, and the hidden layers
     m0, m1, hidden = _forward_with_hidden(*args)
     _all_close_tree((m0, m1), pair_mlps_reference(*args), 1e-5, 1e-5)
@@ -694,14 +701,8 @@ def test_mix_norm_kernel_gradient_equals_autodiff_of_the_reference(nodes, G):
             return jnp.sum(wy * y.astype(jnp.float32)) + jnp.sum(ws * sums)
         return run
 
-    kernel = lambda *a: mix_with_stats(*a, nsq)
-    reference = lambda *a: mix_with_stats_reference(*a, nsq)
-    for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 3e-2)):
-        cast = [a.astype(dtype) for a in args]
-        g = jax.grad(loss(kernel), argnums=tuple(range(6)))(*cast)
-        g_ref = jax.grad(loss(reference), argnums=tuple(range(6)))(*cast)
-        assert [x.dtype for x in g] == [dtype] * 6
-        _all_close_tree(g, g_ref, rtol, atol)
+    _check_cotangents(loss, lambda *a: mix_with_stats(*a, nsq),
+                      lambda *a: mix_with_stats_reference(*a, nsq), args, 3e-2)
 
 
 def test_ppgn_trains_with_the_pallas_kernels_like_the_xla_path(monkeypatch):
