@@ -610,15 +610,21 @@ def test_mix_norm_kernel_equals_its_reference_also_under_vmap(nodes, G):
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-4)
 
 
-def test_ppgn_pallas_model_under_vmap_equals_the_batched_call():
-    """The per-graph (vmapped) call of the bfloat16 pallas model, as the kernels' own
-    vmap rules see it, matches the batched call and the XLA path, with padding."""
+def _pallas_and_xla_models(batch_seed, node_counts, noise_seed):
+    """A bfloat16 PPGN 2 x 16 with the Pallas kernels and with the XLA fused blocks, the
+    same random parameters, and a padded batch (8 nodes at most) with noise inputs."""
     bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
     fast = build_model("ppgn", T, pallas=True, **bf16)
     xla = build_model("ppgn", T, fused=True, **bf16)
     params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
-    adj, nm = random_batch(11, [8, 6, 5, 8], 8)
-    t, lv = noise_inputs(4, seed=7)
+    adj, nm = random_batch(batch_seed, node_counts, 8)
+    return fast, xla, params, adj, nm, *noise_inputs(len(node_counts), seed=noise_seed)
+
+
+def test_ppgn_pallas_model_under_vmap_equals_the_batched_call():
+    """The per-graph (vmapped) call of the bfloat16 pallas model, as the kernels' own
+    vmap rules see it, matches the batched call and the XLA path, with padding."""
+    fast, xla, params, adj, nm, t, lv = _pallas_and_xla_models(11, [8, 6, 5, 8], 7)
     per_graph = lambda m: jax.vmap(lambda a, k, ti, l: m.apply(params, a[None], k[None],
                                                                ti[None], l[None])[0])
     batched = fast.apply(params, adj, nm, t, lv)
@@ -710,12 +716,7 @@ def test_ppgn_trains_with_the_pallas_kernels_like_the_xla_path(monkeypatch):
     pair-MLP one that writes its hidden layers, and the mixing one, in every block) and
     no second forward pass; its parameter gradients equal the XLA fused path's up to
     bfloat16 rounding, with padding."""
-    bf16 = dict(hidden=16, num_blocks=2, compute_dtype=jnp.bfloat16)
-    fast = build_model("ppgn", T, pallas=True, **bf16)
-    xla = build_model("ppgn", T, fused=True, **bf16)
-    params = random_params(build_model("ppgn", T, hidden=16, num_blocks=2))
-    adj, nm = random_batch(12, [8, 6, 3, 8], 8)
-    t, lv = noise_inputs(4, seed=8)
+    fast, xla, params, adj, nm, t, lv = _pallas_and_xla_models(12, [8, 6, 3, 8], 8)
     w = jax.random.normal(jax.random.key(2), adj.shape)
     loss = lambda m: lambda p: jnp.sum(w * m.apply(p, adj, nm, t, lv))
     jaxpr = str(jax.make_jaxpr(jax.grad(loss(fast)))(params))
