@@ -610,6 +610,40 @@ def test_mix_norm_kernel_equals_its_reference_also_under_vmap(nodes, G):
     np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("subtiles", [2, 3, 4])
+def test_kernels_running_several_tiles_per_program_equal_their_references(monkeypatch,
+                                                                           subtiles):
+    """``DDGJAX_PAIR_MLP_SUBTILES`` / ``DDGJAX_MIX_SUBTILES``: each program loads the weights
+    once and runs several row tiles (the largest count <= the setting that divides the
+    tiles); outputs, per-graph sums (tiles spanning two graphs) and the hidden layers of
+    the gradient's forward equal the references."""
+    from ddgjax.models import pallas_launch
+    from ddgjax.models.mix_norm_kernel import mix_with_stats, mix_with_stats_reference
+    from ddgjax.models.pair_mlp_kernel import (_forward_with_hidden, hidden_reference,
+                                               pair_mlps, pair_mlps_reference)
+    monkeypatch.setenv("DDGJAX_PAIR_MLP_SUBTILES", str(subtiles))
+    monkeypatch.setenv("DDGJAX_MIX_SUBTILES", str(subtiles))
+    # the counts the calls below run with: 4 pair-MLP tiles, 18 mixing tiles
+    assert pallas_launch.subtiles("DDGJAX_PAIR_MLP", 4) == {2: 2, 3: 2, 4: 4}[subtiles]
+    assert pallas_launch.subtiles("DDGJAX_MIX", 18) == {2: 2, 3: 3, 4: 3}[subtiles]
+    keys = jax.random.split(jax.random.key(17), 10)
+    M, C, H = 512, 16, 16                                            # 4 tiles of 128
+    args = [jax.random.normal(keys[0], (M, C)), jax.random.normal(keys[1], (2, C, H)) / 4,
+            jax.random.normal(keys[2], (2, H)), jax.random.normal(keys[3], (2, H, H)) / 4,
+            jax.random.normal(keys[4], (2, H)), jax.random.uniform(keys[5], (M,))]
+    _all_close_tree(pair_mlps(*args), pair_mlps_reference(*args), 1e-5, 1e-5)
+    m0, m1, hidden = _forward_with_hidden(*args)
+    _all_close_tree((m0, m1, hidden), pair_mlps_reference(*args) + (hidden_reference(*args[:3]),),
+                    1e-5, 1e-5)
+    nsq, G = 36, 16                                                  # 6 nodes: 18 tiles of 32 rows
+    x, prod = jax.random.normal(keys[6], (nsq * G, C)), jax.random.normal(keys[7], (H, nsq * G))
+    wx, wp = jax.random.normal(keys[8], (C, H)) / 4, jax.random.normal(keys[9], (H, H)) / 4
+    b = 2.0 + jnp.arange(H, dtype=jnp.float32) / H
+    mask = (jax.random.uniform(keys[5], (nsq * G,)) < 0.7).astype(jnp.float32)
+    _all_close_tree(mix_with_stats(x, prod, wx, wp, b, mask, nsq),
+                    mix_with_stats_reference(x, prod, wx, wp, b, mask, nsq), 1e-5, 1e-5)
+
+
 def _pallas_and_xla_models(batch_seed, node_counts, noise_seed):
     """A bfloat16 PPGN 2 x 16 with the Pallas kernels and with the XLA fused blocks, the
     same random parameters, and a padded batch (8 nodes at most) with noise inputs."""

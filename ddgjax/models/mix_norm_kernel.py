@@ -71,18 +71,25 @@ def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
             and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h))
 
 
-def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq):
+def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq,
+            subtiles):
+    """``subtiles`` consecutive tiles of ``tm`` rows, the weights loaded once; tile ``t``
+    writes its partial sums to ``s_ref[t]``."""
     i = pl.program_id(0)
-    d = (jnp.dot(x_ref[...], wx_ref[...], preferred_element_type=jnp.float32)
-         + jnp.dot(p_ref[...].T, wp_ref[...], preferred_element_type=jnp.float32))  # [TM, H]
-    y_ref[...] = (d + b_ref[...].astype(jnp.float32)[None, :]).astype(y_ref.dtype)
-    rows = i * tm + jax.lax.broadcasted_iota(jnp.int32, (tm,), 0)
-    first = (rows // nodes_sq) == (i * tm) // nodes_sq
-    mask = m_ref[...].astype(jnp.float32)
-    for slot, w in enumerate((jnp.where(first, mask, 0.0), jnp.where(first, 0.0, mask))):
-        dw = d * w[:, None]
-        s_ref[2 * slot] = jnp.sum(dw, axis=0)
-        s_ref[2 * slot + 1] = jnp.sum(dw * d, axis=0)
+    wx, wp, bias = wx_ref[...], wp_ref[...], b_ref[...].astype(jnp.float32)[None, :]
+    for t in range(subtiles):
+        rows = pl.ds(t * tm, tm)
+        d = (jnp.dot(x_ref[rows, :], wx, preferred_element_type=jnp.float32)
+             + jnp.dot(p_ref[:, rows].T, wp, preferred_element_type=jnp.float32))  # [TM, H]
+        y_ref[rows, :] = (d + bias).astype(y_ref.dtype)
+        start = (i * subtiles + t) * tm
+        index = start + jax.lax.broadcasted_iota(jnp.int32, (tm,), 0)
+        first = (index // nodes_sq) == start // nodes_sq
+        mask = m_ref[rows].astype(jnp.float32)
+        for slot, w in enumerate((jnp.where(first, mask, 0.0), jnp.where(first, 0.0, mask))):
+            dw = d * w[:, None]
+            s_ref[t, 2 * slot] = jnp.sum(dw, axis=0)
+            s_ref[t, 2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
 def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
@@ -90,17 +97,19 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
     hidden = wx.shape[-1]
     tm = tile_rows(m_rows, nodes_sq)
     tiles = m_rows // tm
+    sub = pallas_launch.subtiles("DDGJAX_MIX", tiles)
+    rows = tm * sub                                                  # rows per program
     y, partial = pl.pallas_call(
-        lambda *refs: _kernel(*refs, tm=tm, nodes_sq=nodes_sq),
-        grid=(tiles,),
-        in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
-                  pl.BlockSpec((hidden, tm), lambda i: (0, i)),
+        functools.partial(_kernel, tm=tm, nodes_sq=nodes_sq, subtiles=sub),
+        grid=(tiles // sub,),
+        in_specs=[pl.BlockSpec((rows, c), lambda i: (i, 0)),
+                  pl.BlockSpec((hidden, rows), lambda i: (0, i)),
                   pl.BlockSpec((c, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((hidden, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((hidden,), lambda i: (0,)),
-                  pl.BlockSpec((tm,), lambda i: (i,))],
-        out_specs=[pl.BlockSpec((tm, hidden), lambda i: (i, 0)),
-                   pl.BlockSpec((None, 4, hidden), lambda i: (i, 0, 0))],
+                  pl.BlockSpec((rows,), lambda i: (i,))],
+        out_specs=[pl.BlockSpec((rows, hidden), lambda i: (i, 0)),
+                   pl.BlockSpec((sub, 4, hidden), lambda i: (i, 0, 0))],
         out_shape=[jax.ShapeDtypeStruct((m_rows, hidden), x.dtype),
                    jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
         **pallas_launch.call_options("DDGJAX_MIX"),

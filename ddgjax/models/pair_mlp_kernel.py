@@ -20,6 +20,7 @@ see ``pallas_launch``.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -66,41 +67,48 @@ def supported(m: int, c: int, h: int) -> bool:
     return pallas_launch.available() and tile_rows(m) is not None and pow2(c) and pow2(h)
 
 
-def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=None):
-    """One tile of rows; with ``h_ref`` (the gradient's forward) it also writes the hidden
-    layers, ``[TM, 2H]`` (``m1``'s then ``m2``'s)."""
-    x = x_ref[...]                                                   # [TM, C]
+def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=None, *,
+            tm: int, subtiles: int):
+    """``subtiles`` consecutive tiles of ``tm`` rows, the weights loaded once; with ``h_ref``
+    (the gradient's forward) it also writes the hidden layers, ``[rows, 2H]`` (``m1``'s
+    then ``m2``'s)."""
     hidden = w0_ref.shape[-1]
-    for j, o_ref in enumerate((o0_ref, o1_ref)):
-        h = jnp.dot(x, w0_ref[j], preferred_element_type=jnp.float32) + b0_ref[j][None, :]
-        h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
-        if h_ref is not None:
-            h_ref[:, pl.ds(j * hidden, hidden)] = h
-        m = jnp.dot(h, w1_ref[j], preferred_element_type=jnp.float32) + b1_ref[j][None, :]
-        if j == 0:
-            m = m * s_ref[...].astype(jnp.float32)[:, None]
-        o_ref[...] = m.T.astype(o_ref.dtype)                         # [H, TM]
+    w0, b0, w1, b1 = ([ref[j] for j in range(2)] for ref in (w0_ref, b0_ref, w1_ref, b1_ref))
+    for t in range(subtiles):
+        rows = pl.ds(t * tm, tm)
+        x = x_ref[rows, :]                                           # [TM, C]
+        for j, o_ref in enumerate((o0_ref, o1_ref)):
+            h = jnp.dot(x, w0[j], preferred_element_type=jnp.float32) + b0[j][None, :]
+            h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
+            if h_ref is not None:
+                h_ref[rows, pl.ds(j * hidden, hidden)] = h
+            m = jnp.dot(h, w1[j], preferred_element_type=jnp.float32) + b1[j][None, :]
+            if j == 0:
+                m = m * s_ref[rows].astype(jnp.float32)[:, None]
+            o_ref[:, rows] = m.T.astype(o_ref.dtype)                 # [H, TM]
 
 
 def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     tm = tile_rows(m_rows)
+    sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
+    rows = tm * sub                                                  # rows per program
     # Two outputs, not one [2, H, M]: XLA copies a slice of a custom call's output.
-    out_specs = [pl.BlockSpec((hidden, tm), lambda i: (0, i))] * 2
+    out_specs = [pl.BlockSpec((hidden, rows), lambda i: (0, i))] * 2
     out_shape = [jax.ShapeDtypeStruct((hidden, m_rows), x.dtype)] * 2
     if with_hidden:
-        out_specs.append(pl.BlockSpec((tm, 2 * hidden), lambda i: (i, 0)))
+        out_specs.append(pl.BlockSpec((rows, 2 * hidden), lambda i: (i, 0)))
         out_shape.append(jax.ShapeDtypeStruct((m_rows, 2 * hidden), x.dtype))
     return tuple(pl.pallas_call(
-        _kernel,
-        grid=(m_rows // tm,),
-        in_specs=[pl.BlockSpec((tm, c), lambda i: (i, 0)),
+        functools.partial(_kernel, tm=tm, subtiles=sub),
+        grid=(m_rows // rows,),
+        in_specs=[pl.BlockSpec((rows, c), lambda i: (i, 0)),
                   pl.BlockSpec((2, c, hidden), lambda i: (0, 0, 0)),
                   pl.BlockSpec((2, hidden), lambda i: (0, 0)),
                   pl.BlockSpec((2, hidden, hidden), lambda i: (0, 0, 0)),
                   pl.BlockSpec((2, hidden), lambda i: (0, 0)),
-                  pl.BlockSpec((tm,), lambda i: (i,))],
+                  pl.BlockSpec((rows,), lambda i: (i,))],
         out_specs=out_specs,
         out_shape=out_shape,
         **pallas_launch.call_options("DDGJAX_PAIR_MLP"),

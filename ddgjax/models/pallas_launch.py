@@ -29,3 +29,14 @@ def call_options(env_prefix: str) -> dict:
     return {"compiler_params": pl_triton.CompilerParams(
         num_warps=int(os.environ.get(f"{env_prefix}_WARPS", 4)),
         num_stages=int(os.environ.get(f"{env_prefix}_STAGES", 3)))}
+
+
+def subtiles(env_prefix: str, tiles: int) -> int:
+    """Row tiles per program (``{PREFIX}_SUBTILES``, default 1): a program loads the
+    weights once and runs that many consecutive tiles, so the weights are read from L2
+    once per group instead of once per tile (per 128-row tile the pair-MLP kernel reads
+    128 KB of weights against 32 KB of its input). The largest count <= the setting that
+    divides ``tiles``."""
+    want = max(1, int(os.environ.get(f"{env_prefix}_SUBTILES", 1)))
+    return max(k for k in range(1, min(want, tiles) + 1) if tiles % k == 0)
+
