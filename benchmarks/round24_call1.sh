@@ -3,8 +3,10 @@
 # Pallas kernels (session 16: backward from residuals, no forward recomputed) pay off?
 # A 4-GPU machine (on fewer GPUs the jobs share cards: then only GPU 0's rows are timings):
 # * GPU 0: the bf16 PPGN 8x128 train step at batches 32 and 64, fused XLA blocks against
-#   the Pallas kernels, in one process (benchmarks/batch_scaling.py), then the Pallas
-#   sampling row (1024 graphs) as a check against rounds 4/15/23 (1.46-1.47 s).
+#   the Pallas kernels, in one process (benchmarks/batch_scaling.py); then the Pallas
+#   sampling row (1024 graphs; rounds 4/15/23: 1.46-1.47 s) with 1, 2, 4 and 8 row tiles
+#   per program ($SUBTILES: DDGJAX_PAIR_MLP_SUBTILES = DDGJAX_MIX_SUBTILES, the weights
+#   read once per program), one process each; then the Pallas train step with 4.
 # * GPUs 1 and 2: the Planar-60 paper config in bf16, training seed 1 (round 22's 0.1605
 #   average MMD with fused blocks), with the Pallas kernels (GPU 1) and with fused blocks
 #   (GPU 2) side by side, checkpoint only at the end; then 3 x 1024 samples each
@@ -25,10 +27,18 @@ note() { echo "$1 at $(( $(date +%s) - T0 )) s" >> $S/times.txt; }
     --out $S/train_step.json --sample_batches "" --train_batches 32,64 \
     --train_options "model.ppgn.fused=true;model.ppgn.pallas=true" ${QUICK:-} > $S/train_step.log 2>&1
   note "train_step rc=$?"
-  CUDA_VISIBLE_DEVICES=$(gpu 0) timeout $(left) python benchmarks/batch_scaling.py \
-    --out $S/sample.json --sample_batches 1024 --sample_options model.ppgn.pallas=true \
-    --train_batches "" ${QUICK:-} > $S/sample.log 2>&1
-  note "sample rc=$?" ) &
+  for k in ${SUBTILES:-1 2 4 8}; do
+    DDGJAX_PAIR_MLP_SUBTILES=$k DDGJAX_MIX_SUBTILES=$k CUDA_VISIBLE_DEVICES=$(gpu 0) \
+      timeout $(left) python benchmarks/batch_scaling.py --out $S/sample_sub$k.json \
+      --sample_batches 1024 --sample_options model.ppgn.pallas=true --train_batches "" \
+      ${QUICK:-} > $S/sample_sub$k.log 2>&1
+    note "sample_sub$k rc=$?"
+  done
+  DDGJAX_PAIR_MLP_SUBTILES=4 DDGJAX_MIX_SUBTILES=4 CUDA_VISIBLE_DEVICES=$(gpu 0) \
+    timeout $(left) python benchmarks/batch_scaling.py --out $S/train_step_sub4.json \
+    --sample_batches "" --train_batches 64 --train_options model.ppgn.pallas=true \
+    ${QUICK:-} > $S/train_step_sub4.log 2>&1
+  note "train_step_sub4 rc=$?" ) &
 planar() {  # NAME GPU OPTION
   local t0=$(date +%s%N)
   CUDA_VISIBLE_DEVICES=$2 timeout $(left) python train.py \
