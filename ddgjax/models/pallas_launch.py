@@ -2,7 +2,8 @@
 
 GPU: compiled through Triton, with ``num_warps``/``num_stages`` from the environment
 (``{PREFIX}_WARPS``, ``{PREFIX}_STAGES``; defaults 4 and 3, the fastest measured on an
-H200, docs/benchmarks.md). CPU: only with ``DDGJAX_PALLAS_INTERPRET=1`` (what the
+H200, docs/benchmarks.md) and the row tiles per program (``{PREFIX}_SUBTILES``, default
+1; ``subtiles``). CPU: only with ``DDGJAX_PALLAS_INTERPRET=1`` (what the
 tests set), in Pallas' interpret mode, which is far slower than XLA; otherwise, as on
 any other backend (TPU), the kernels are not used and the models take their XLA path.
 """
