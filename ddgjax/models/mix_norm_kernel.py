@@ -129,18 +129,18 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
     Returns: the cotangents of ``(x, prod, wx, wp, b, row_mask)`` in their dtypes.
     """
     f32 = jnp.float32
-    d = y.astype(f32) - b.astype(f32)[None, :]                             # [M, H]
-    mask = row_mask.astype(f32)
-    gs = jnp.repeat(gsums.astype(f32), nodes_sq, axis=0)                  # [M, 2, H]
-    gd_sums = gs[:, 0] + 2.0 * gs[:, 1] * d
-    gd = gy.astype(f32) + mask[:, None] * gd_sums
+    per_graph = lambda a: a.reshape((-1, nodes_sq) + a.shape[1:])        # [G, nodes_sq, ...]
+    d = per_graph(y.astype(f32) - b.astype(f32)[None, :])                 # [G, nodes_sq, H]
+    mask = per_graph(row_mask.astype(f32))[..., None]
+    gs0, gs1 = (gsums[:, k, None, :].astype(f32) for k in (0, 1))        # [G, 1, H] each
+    gd = (per_graph(gy.astype(f32)) + mask * (gs0 + 2.0 * gs1 * d)).reshape(gy.shape)
     gd_c = gd.astype(x.dtype)
     dx = jnp.einsum("mh,ch->mc", gd_c, wx, preferred_element_type=f32)
     dprod = jnp.einsum("mk,hk->hm", gd_c, wp, preferred_element_type=f32)
     dwx = jnp.einsum("mc,mh->ch", x, gd_c, preferred_element_type=f32)
     dwp = jnp.einsum("hm,mk->hk", prod, gd_c, preferred_element_type=f32)
     db = gy.astype(f32).sum(0)
-    dmask = jnp.sum(gs[:, 0] * d + gs[:, 1] * d * d, axis=1)
+    dmask = jnp.sum(gs0 * d + gs1 * d * d, axis=-1).reshape(row_mask.shape)
     return (dx.astype(x.dtype), dprod.astype(prod.dtype), dwx.astype(wx.dtype),
             dwp.astype(wp.dtype), db.astype(b.dtype), dmask.astype(row_mask.dtype))
 
