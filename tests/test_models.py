@@ -718,6 +718,24 @@ def test_pair_mlp_kernel_gradient_from_residuals_equals_autodiff_of_the_referenc
     _all_close_tree(g, g_ref, 1e-5, 1e-5)
 
 
+def test_pair_mlp_backward_drops_the_scale_gemm_when_the_scale_needs_no_gradient():
+    """The scale's cotangent costs one GEMM (``m_0`` before scaling); the PPGN's scale
+    is no function of parameters, so its compiled gradient must not run that GEMM."""
+    from ddgjax.models.pair_mlp_kernel import pair_mlps
+    keys = jax.random.split(jax.random.key(12), 4)
+    M, C, H = 128, 16, 16
+    x, w0 = jax.random.normal(keys[0], (M, C)), jax.random.normal(keys[1], (2, C, H))
+    w1, s = jax.random.normal(keys[2], (2, H, H)), jax.random.uniform(keys[3], (M,))
+    b = jnp.zeros((2, H))
+
+    def dots(argnums):
+        loss = lambda x, w0, w1, s: jnp.sum(jnp.stack(pair_mlps(x, w0, b, w1, b, s)) ** 2)
+        hlo = jax.jit(jax.grad(loss, argnums)).lower(x, w0, w1, s).compile().as_text()
+        return hlo.count(" dot(")
+
+    assert dots((0, 1, 2)) == dots((0, 1, 2, 3)) - 1
+
+
 @pytest.mark.parametrize("nodes,G", [(4, 6), (6, 8)])
 def test_mix_norm_kernel_gradient_equals_autodiff_of_the_reference(nodes, G):
     """The mixing kernel's backward (``mix_with_stats_backward``, from the inputs and ``y``)

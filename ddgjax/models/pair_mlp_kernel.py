@@ -171,7 +171,8 @@ def pair_mlps_backward(x, w0, w1, b1, scale, hidden, g0, g1):
     as one ``[C, 2H]`` kernel, the second layers as one block-diagonal ``[2H, 2H]``), whose
     layouts XLA runs fastest (docs/benchmarks.md, round 23). The scale's cotangent needs
     ``m_0`` before scaling, one more GEMM, which XLA drops where nothing uses it (the PPGN's
-    scale is a mask and a constant per graph, not a function of parameters).
+    scale is a mask and a constant per graph, not a function of parameters; checked on the
+    compiled gradient by ``tests/test_models.py``).
     """
     f32 = jnp.float32
     hidden_w = w0.shape[-1]
