@@ -30,7 +30,7 @@
 set -uo pipefail
 OUT=$1
 source "$(dirname "$0")/gpu_call_common.sh"
-RUNS=runs/r14
+RUNS=${RUNS_DIR:-runs/r14}
 HARD=${HARD_SECONDS:-530}
 CALL=${CALL:-1}
 SAMPLE=${SAMPLE_SECONDS:-110}

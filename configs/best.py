@@ -43,7 +43,8 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   round 23 found the uniform prior (21 %) and a constant learning rate (54 %) worse;
   round 24 found batch 8 and 64 level or worse (58.8-63.8 %), and rounds 24-25 64
   channels at batch 8 level over three training seeds (56-72 %; 310 s against 431 s
-  for 2000 epochs) (docs/RESULTS.md, "Every SPECTRE SBM variant tried").
+  for 2000 epochs); round 26 found step-unrolled training (collapses) and a layer
+  norm (46-56 %) worse (docs/RESULTS.md, "Every SPECTRE SBM variant tried").
   Rematerialisation stays off: a bfloat16 step at N = 187, batch 32, fits one H100
   without it (the largest N that trained there: 187 without, 384 with remat); float32
   at 187 needs ``--config.model.ppgn.remat=True``.

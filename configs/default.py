@@ -38,6 +38,8 @@ def get_config():
     # sampler the previous step's; discrete diffusion only; False: none).
     # dropout: p > 0 drops entries of every block's output with probability p in training
     # (0: none, the paper's).
+    # norm: each block's normalisation, "instance" (per graph and channel, the paper's) or
+    # "layer" (per entry over the channels: keeps absolute counts readable).
     # remat: recompute each block in the backward pass (less memory at large N).
     # film: condition every block on the noise level and node count by FiLM (per-graph
     # scale and shift of each block's norm output; off: the paper's diagonal channel only).
@@ -48,7 +50,7 @@ def get_config():
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,
                                                        self_condition=False, dropout=0.0,
-                                                       remat=False, film=False,
+                                                       remat=False, film=False, norm="instance",
                                                        fused=False, pallas=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
@@ -73,6 +75,11 @@ def get_config():
     # With continuous_time, how training draws beta_bar: "uniform" (U(0, 1/2)) or
     # "power:GAMMA" (u^GAMMA / 2, u ~ U(0, 1): GAMMA > 1 trains more at low noise).
     config.diffusion.train_grid = "uniform"
+    # Step-unrolled training (bitflip.unrolled_inputs): the probability that a training
+    # graph's input is one step of the config's own sampler (sample.num_steps, grid,
+    # algorithm, levers), taken by the model from a level above, instead of a draw of
+    # q(A_t | A_0); needs L_simple in continuous time. 0: off (the paper's).
+    config.diffusion.unroll_prob = 0.0
     # The Gaussian baseline's own keys (used only with kind="gaussian"; see docs/gaussian.md):
     # its alpha_bar schedule ("cosine" for any T, or DDPM's "linear", T >= 21), the sampler's
     # eta (1: ancestral DDPM steps, 0: deterministic DDIM) and clipping of the x0 estimate.

@@ -37,7 +37,8 @@ RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas"
 NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features": 0,
                     "model.ppgn.self_condition": False, "model.ppgn.dropout": 0.0,
                     "model.ppgn.film": False, "model.gt.walk_features": 0,
-                    "train.weight_decay": 0.0}
+                    "train.weight_decay": 0.0, "diffusion.unroll_prob": 0.0,
+                    "model.ppgn.norm": "instance"}
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 

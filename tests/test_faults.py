@@ -165,9 +165,9 @@ def test_resume_may_change_remat_and_compute_dtype():
 
 def test_resume_refuses_new_options_an_old_run_did_not_have():
     """A config recorded before walk_features, spectral_features, self_condition, dropout,
-    film, the graph transformer's walk_features or weight_decay existed reads them as
-    off: resuming it with one of them on, or switching Adam <-> AdamW, is refused;
-    another nonzero weight decay is not."""
+    film, the graph transformer's walk_features, weight_decay, the PPGN norm or step
+    unrolling existed reads them as off: resuming it with one of them on, or switching
+    Adam <-> AdamW, is refused; another nonzero weight decay is not."""
     from ddgjax.workdir import run_differences
     old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}}, "train": {"batch_size": 4}}
     new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "walk_features": 0}},
@@ -191,6 +191,13 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     new["model"]["gt"] = {"num_layers": 4, "walk_features": 16}
     assert run_differences(old, {}, new, {}) == ["model.gt.walk_features (0 -> 16)"]
     new["model"]["gt"]["walk_features"] = 0
+    assert run_differences(old, {}, new, {}) == []
+    new["model"]["ppgn"]["norm"] = "layer"
+    assert run_differences(old, {}, new, {}) == ["model.ppgn.norm ('instance' -> 'layer')"]
+    new["model"]["ppgn"]["norm"] = "instance"
+    new["diffusion"] = {"unroll_prob": 0.5}
+    assert run_differences(old, {}, new, {}) == ["diffusion.unroll_prob (0.0 -> 0.5)"]
+    new["diffusion"]["unroll_prob"] = 0.0
     assert run_differences(old, {}, new, {}) == []
     new["train"]["weight_decay"] = 0.1
     assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]

@@ -1016,3 +1016,53 @@ def test_graph_transformer_pair_readout_equals_a_dense_over_the_concatenation():
     shapes = jax.eval_shape(PairReadout().init, jax.random.key(0), jnp.zeros((1, 2, 2, 3)),
                             jnp.zeros((1, 2, 4)))
     assert shapes["params"]["kernel"].shape == (11, 1)
+
+
+def test_masked_layer_norm_matches_numpy_and_masks():
+    from ddgjax.models.common import masked_layer_norm
+    rng = np.random.default_rng(3)
+    x = rng.normal(2.0, 3.0, (2, 4, 4, 5)).astype(np.float32)
+    mask = np.zeros((2, 4, 4), bool)
+    mask[0, :3, :3] = True
+    mask[1] = True
+    out = np.asarray(masked_layer_norm(jnp.asarray(x), jnp.asarray(mask), 1e-5))
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out[mask], want[mask], rtol=1e-5, atol=1e-5)
+    assert not np.any(out[~mask])
+
+
+@pytest.mark.parametrize("remat", [False, True])
+def test_ppgn_layer_norm_fused_equals_reference_is_equivariant_and_padding_free(remat):
+    """norm="layer": the same parameter tree as the instance norm's, another function;
+    the fused block computes the reference's outputs and gradients; the model stays
+    permutation equivariant and independent of the padding; a bad name is an error."""
+    plain = build_model("ppgn", T, hidden=8, num_blocks=3, norm="layer")
+    fused = build_model("ppgn", T, hidden=8, num_blocks=3, norm="layer", fused=True,
+                        remat=remat)
+    inst = build_model("ppgn", T, hidden=8, num_blocks=3)
+    params = random_params(plain)
+    assert (jax.tree_util.tree_structure(params)
+            == jax.tree_util.tree_structure(random_params(inst)))
+    adj, nm = random_batch(7, [N, N - 3, 4], N)
+    t, lv = noise_inputs(B, seed=3)
+    out_ref = np.asarray(plain.apply(params, adj, nm, t, lv))
+    assert np.max(np.abs(out_ref - np.asarray(inst.apply(params, adj, nm, t, lv)))) > 1e-3
+    np.testing.assert_allclose(np.asarray(fused.apply(params, adj, nm, t, lv)), out_ref,
+                               rtol=2e-5, atol=2e-5)
+    loss = lambda m: (lambda p: jnp.sum(jnp.tanh(m.apply(p, adj, nm, t, lv))))
+    g_ref, g = jax.grad(loss(plain))(params), jax.grad(loss(fused))(params)
+    scale = max(float(jnp.max(jnp.abs(x))) for x in jax.tree_util.tree_leaves(g_ref))
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
+    perm = np.random.default_rng(1).permutation(N - 3)
+    adj_p = np.array(adj)
+    adj_p[1, :N - 3, :N - 3] = adj_p[1][np.ix_(perm, perm)]
+    out_p = np.asarray(fused.apply(params, adj_p, nm, t, lv))
+    np.testing.assert_allclose(out_p[1, :N - 3, :N - 3], out_ref[1][np.ix_(perm, perm)],
+                               rtol=1e-4, atol=1e-4)
+    adj2, nm2 = pad_to(np.asarray(adj), np.asarray(nm), N + 5)
+    np.testing.assert_allclose(np.asarray(fused.apply(params, adj2, nm2, t, lv))[:, :N, :N],
+                               out_ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="config.model.ppgn.norm"):
+        build_model("ppgn", T, hidden=8, num_blocks=2, norm="batch").init(
+            jax.random.key(0), adj, nm, t, lv)

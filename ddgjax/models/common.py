@@ -47,6 +47,43 @@ def masked_instance_norm(x: jax.Array, mask: jax.Array, eps: float = 1e-5) -> ja
     return centred * jax.lax.rsqrt(var + eps)
 
 
+def masked_layer_norm(x: jax.Array, mask: jax.Array, eps: float = 1e-5,
+                      out_dtype=jnp.float32) -> jax.Array:
+    """Layer norm per entry over the channels, no affine, 0 off the masked entries.
+
+    Unlike the instance norm it keeps every per-graph mean and scale of a channel (each
+    entry is normalised on its own), so counts such as a community's size stay readable
+    against the other channels of the same entry.
+
+    Args: ``x`` ``[B, N, N, C]``, ``mask`` ``bool[B, N, N]``. Statistics in float32.
+    Returns: ``[B, N, N, C]`` in ``out_dtype``: ``(x - mean_c) / sqrt(var_c + eps)`` on
+      masked entries, 0 elsewhere.
+    """
+    xf = x.astype(jnp.float32)
+    mean = xf.mean(axis=-1, keepdims=True)
+    centred = xf - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    out = centred * jax.lax.rsqrt(var + eps)
+    return jnp.where(mask[..., None], out, 0.0).astype(out_dtype)
+
+
+NORMS = ("instance", "layer")
+
+
+def block_norm(y: jax.Array, mask: jax.Array, norm: str, eps: float, out_dtype,
+               one_pass: bool = False) -> jax.Array:
+    """A PPGN block's normalisation of ``y [B, N, N, C]`` (``mask bool[B, N, N]``):
+    ``"instance"`` (per graph and channel over the real entries, the paper's; one pass
+    with ``one_pass``) or ``"layer"`` (per entry over the channels); 0 off the mask."""
+    if norm == "layer":
+        return masked_layer_norm(y, mask, eps, out_dtype)
+    if norm != "instance":
+        raise ValueError(f"config.model.ppgn.norm: expected one of {NORMS}, got {norm!r}")
+    if one_pass:
+        return masked_instance_norm_one_pass(y, mask, eps, out_dtype)
+    return masked_instance_norm(y, mask, eps).astype(out_dtype)
+
+
 def masked_instance_norm_one_pass(x: jax.Array, mask: jax.Array, eps: float = 1e-5,
                                   out_dtype=jnp.float32) -> jax.Array:
     """``masked_instance_norm`` with both statistics from one pass over ``x``.

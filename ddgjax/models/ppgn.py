@@ -51,9 +51,9 @@ import jax
 import jax.numpy as jnp
 
 from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
-from ddgjax.models.common import (check_inputs, instance_norm_from_sums,
-                                  masked_instance_norm, masked_instance_norm_one_pass,
-                                  node_counts, square_mask, symmetrize_and_mask)
+from ddgjax.models.common import (NORMS, block_norm, check_inputs, instance_norm_from_sums,
+                                  masked_instance_norm_one_pass, node_counts, square_mask,
+                                  symmetrize_and_mask)
 from ddgjax.models.input_channels import (graph_conditions, laplacian_projector_channels,
                                           noise_channels, random_walk_channels)
 
@@ -152,6 +152,7 @@ class PPGNBlock(nn.Module):
     hidden: int
     compute_dtype: Any = jnp.float32
     eps: float = 1e-5
+    norm: str = "instance"
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
@@ -166,7 +167,8 @@ class PPGNBlock(nn.Module):
         # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
         # entry (so the sum over k sees real k only) and the norm below masks the rest.
         y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-        return film_modulate(masked_instance_norm(y, mask_sq, self.eps), film, mask_sq, cdt)
+        return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, jnp.float32), film,
+                             mask_sq, cdt)
 
 
 class PPGNBlockFused(nn.Module):
@@ -195,6 +197,7 @@ class PPGNBlockFused(nn.Module):
     compute_dtype: Any = jnp.float32
     eps: float = 1e-5
     pallas: bool = False
+    norm: str = "instance"
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
@@ -207,7 +210,8 @@ class PPGNBlockFused(nn.Module):
         # the mask and the 1/sqrt(n) scale in one pass over m1 (the product is linear in m1)
         scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt)  # [B, N, N]
         rows = x.shape[0] * x.shape[1] * x.shape[2]
-        if self.pallas and pair_mlp_kernel.supported(rows, c_in, h):
+        # the kernels compute the instance norm's statistics: another norm stays on XLA
+        if self.pallas and self.norm == "instance" and pair_mlp_kernel.supported(rows, c_in, h):
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
             m = pair_mlp_kernel.pair_mlps(x.astype(cdt).reshape(rows, c_in), stack(k10, k20),
                                           stack(b10, b20), stack(k11, k21), stack(b11, b21),
@@ -236,8 +240,8 @@ class PPGNBlockFused(nn.Module):
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
-        return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film,
-                             mask_sq, cdt)
+        return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
+                             film, mask_sq, cdt)
 
 
 def film_modulate(y: jax.Array, film, mask_sq: jax.Array, out_dtype) -> jax.Array:
@@ -315,6 +319,10 @@ class PPGN(nn.Module):
         start at zero, so an initialised model computes what it would without FiLM. Without
         it (the paper's) the noise level enters only on the input's diagonal, and the
         instance norms leave its effect (and the node count's) implicit. False: off.
+      norm: each block's normalisation (``block_norm``): ``"instance"`` (per graph and
+        channel over the real entries, the paper's) or ``"layer"`` (per entry over the
+        channels, which keeps each graph's channel means and scales, such as absolute
+        counts; the Pallas kernels then leave the mixing layer and norm to XLA).
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -348,6 +356,7 @@ class PPGN(nn.Module):
     film: bool = False
     fused: bool = False
     pallas: bool = False
+    norm: str = "instance"
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None, *,
@@ -385,7 +394,11 @@ class PPGN(nn.Module):
         # The kernels pay off in bfloat16; in float32 Triton's dots ran slower than
         # XLA's (H200: 136 vs 120 ms per 1024-graph forward), so float32 stays on XLA.
         use_kernels = self.pallas and jnp.dtype(self.compute_dtype) == jnp.bfloat16
+        if self.norm not in NORMS:
+            raise ValueError(f"config.model.ppgn.norm: expected one of {NORMS}, got "
+                             f"{self.norm!r}")
         extra = {"pallas": True} if use_kernels else {}
+        extra["norm"] = self.norm
         block = nn.remat(block_cls) if self.remat else block_cls
         films = self.film_vectors(noise_level, node_mask) if self.film else [None] * self.num_blocks
         for k in range(self.num_blocks):

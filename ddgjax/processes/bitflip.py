@@ -241,10 +241,98 @@ def self_condition_coins(keys: jax.Array) -> jax.Array:
         jax.random.fold_in(k, SELF_CONDITION_STREAM), 0.5))(keys)
 
 
+# fold_in stream of a graph's key for its unrolled-step draws (``unrolled_inputs``)
+UNROLL_STREAM = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class UnrollSpec:
+    """Step-unrolled training (``unrolled_inputs``): the sampler step a graph's input comes
+    from, with probability ``prob`` per graph.
+
+    Attributes:
+      prob: the probability that a training graph's input is the model's own one-step
+        denoising instead of a draw of ``q(A_t | A_0)`` (0: off).
+      t_index, beta_bar: the sampler's levels, descending (``sampling_grid``), as tuples
+        (hashable): ``K + 1`` levels, ``K >= 2`` steps.
+      algorithm: the sampler's algorithm (1 or 2) for the unrolled step.
+      levers: the sampler's ``SamplerLevers`` (e.g. its logit scale) for the unrolled step
+        (None: all off).
+    """
+
+    prob: float
+    t_index: tuple
+    beta_bar: tuple
+    algorithm: int = 2
+    levers: "SamplerLevers | None" = None
+
+    def __post_init__(self):
+        if not 0.0 <= float(self.prob) <= 1.0:
+            raise ValueError(f"config.diffusion.unroll_prob: expected a probability in [0, 1], "
+                             f"got {self.prob}")
+        if len(self.beta_bar) < 3 or len(self.t_index) != len(self.beta_bar):
+            raise ValueError("config.sample.num_steps: step-unrolled training needs a sampler "
+                             f"of at least 2 steps, got {len(self.beta_bar) - 1}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unroll algorithm: expected 1 or 2, got {self.algorithm!r}")
+
+
+def unrolled_inputs(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
+                    node_mask: jax.Array, spec: UnrollSpec, rho: float = 0.5):
+    """Inputs made by one step of the model's own sampler (step-unrolled denoising).
+
+    A short sampler draws every pair independently from a factorised ``p_theta``, so its
+    ``A_s`` after a step is not distributed as ``q(A_s | A_0)``; a denoiser trained only
+    on ``q``'s draws never sees the states its sampler visits. Following SUNDAE (Savinov et
+    al. 2022, "Step-unrolled denoising autoencoders for text generation"), graph ``b``
+    picks a step ``k`` of the sampler's grid uniformly among its first ``K - 1`` (the last
+    step ends at level 0, where the denoiser is not called), draws
+    ``A_t ~ q(A_t | A_0)`` at the step's start ``beta_bar[k]`` and takes one reverse step
+    of the sampler (``reverse_step``: its algorithm and levers) with the model's current
+    parameters, without gradient, to ``A_s`` at ``beta_bar[k + 1]``. The loss then asks the
+    model to predict ``A_0`` from ``A_s``.
+
+    Graph ``b`` draws only from ``fold_in(keys[b], UNROLL_STREAM)``.
+
+    Args:
+      denoise_fn: the model (``DenoiseFn``); called once on the whole batch.
+      keys: ``[B]`` per-graph keys; adj0: ``[B, N, N]``; node_mask: ``bool[B, N]``.
+    Returns:
+      ``(adj_s [B, N, N] 0/1, t_index int32[B], beta_bar float32[B])``: the inputs at the
+      step's end.
+    """
+    t_lv = jnp.asarray(spec.t_index, jnp.int32)
+    bb = jnp.asarray(spec.beta_bar, jnp.float32)
+    num_steps = len(spec.beta_bar) - 1
+    streams = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, UNROLL_STREAM), 3))(keys)
+    step = jax.vmap(lambda k: jax.random.randint(k, (), 0, num_steps - 1))(streams[:, 0])
+    bb_t, bb_s = bb[step], bb[step + 1]
+    t_t, t_s = t_lv[step], t_lv[step + 1]
+    adj_t = q_sample(streams[:, 1], adj0, node_mask, bb_t, rho)
+    logits = jax.lax.stop_gradient(
+        denoise_fn(adj_t, node_mask, t_t, bb_t).astype(jnp.float32))
+    levers = spec.levers if spec.levers is not None else SamplerLevers()
+
+    def one(key, a, m, lg, t, b_now, b_next):
+        return reverse_step(lambda *_: lg[None], key, a[None], m[None], t, b_now, b_next,
+                            spec.algorithm, rho=rho, levers=levers)[0]
+
+    adj_s = jax.vmap(one)(streams[:, 2], adj_t, node_mask, logits, t_t, bb_t, bb_s)
+    return jax.lax.stop_gradient(adj_s), t_s, bb_s
+
+
+def unroll_coins(keys: jax.Array, prob: float) -> jax.Array:
+    """``bool[B]``: which graphs train on an unrolled input (probability ``prob`` each, from
+    ``fold_in(fold_in(keys[b], UNROLL_STREAM), 1)``)."""
+    return jax.vmap(lambda k: jax.random.bernoulli(
+        jax.random.fold_in(jax.random.fold_in(k, UNROLL_STREAM), 1), prob))(keys)
+
+
 def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_mask: jax.Array,
                   schedule: NoiseSchedule, loss_type: str = "simple",
                   continuous_time: bool = False, rho: float = 0.5,
-                  train_grid: str = "uniform", self_condition: bool = False) -> LossOutput:
+                  train_grid: str = "uniform", self_condition: bool = False,
+                  unroll: UnrollSpec | None = None) -> LossOutput:
     """One Monte-Carlo estimate of L_simple or L_vb on a batch.
 
     ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
@@ -261,6 +349,11 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     without an estimate; for half of the graphs (``self_condition_coins``) its
     probabilities, without gradient, become the fifth argument of the second call, whose
     logits the loss reads (the others get zeros, the unconditioned mode).
+
+    With ``unroll`` (``UnrollSpec``, L_simple in continuous time only), each graph with
+    probability ``unroll.prob`` (``unroll_coins``) trains on the model's own one-step
+    denoising from a sampler level above (``unrolled_inputs``) instead of a draw of
+    ``q(A_t | A_0)``, at the sampler level that step ends on; the target stays ``A_0``.
 
     Args:
       denoise_fn: logits of ``p(A_0 | A_t)`` (see ``DenoiseFn``; with ``self_condition``
@@ -284,6 +377,19 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
         t_index = uniform_timestep(u_t, T)
         bb_t, bb_prev = bb_table[t_index], bb_table[t_index - 1]
     adj_t = q_sample(key_noise, adj0, node_mask, bb_t, rho)
+    if unroll is not None and unroll.prob > 0.0:
+        if not (continuous_time and loss_type == "simple"):
+            raise ValueError("config.diffusion.unroll_prob: step-unrolled training needs "
+                             "L_simple in continuous time (config.diffusion.loss='simple', "
+                             "continuous_time=True)")
+        if self_condition:
+            raise ValueError("config.diffusion.unroll_prob: not with self-conditioning "
+                             "(config.model.ppgn.self_condition)")
+        u_adj, u_t, u_bb = unrolled_inputs(denoise_fn, keys, adj0, node_mask, unroll, rho)
+        use = unroll_coins(keys, unroll.prob)
+        adj_t = jnp.where(use[:, None, None], u_adj, adj_t)
+        t_index = jnp.where(use, u_t, t_index)
+        bb_t = jnp.where(use, u_bb, bb_t)
     estimate = ()
     if self_condition:
         first = denoise_fn(adj_t, node_mask, t_index, bb_t).astype(jnp.float32)
@@ -740,6 +846,12 @@ class BitFlipProcess(NoiseProcess):
         (``sample_graphs``). The ELBO, graph completion and the per-level diagnostics
         (``ddgjax.level_diagnostics``) call it without an estimate (zeros: the
         unconditioned mode it is also trained in), so they score that mode.
+      unroll_prob: step-unrolled training (``unrolled_inputs``): the probability that a
+        training graph's input is one step of this process's own sampler (its grid,
+        algorithm and levers over ``unroll_steps`` steps) from a level above, made by the
+        model itself, instead of a draw of ``q(A_t | A_0)``. 0 (the paper's): off.
+      unroll_steps: the sampler's step count ``K`` that unrolled training imitates
+        (``config.sample.num_steps``; 0: ``num_timesteps``).
     """
 
     schedule_name: str = "linear"
@@ -759,6 +871,8 @@ class BitFlipProcess(NoiseProcess):
     logit_scale_above: float = 0.0
     target_guidance: float = 0.0
     self_condition: bool = False
+    unroll_prob: float = 0.0
+    unroll_steps: int = 0
 
     name = "discrete"
     sampler_options = ("algorithm", "grid", "argmax_last", "final_pass", "alg1_below",
@@ -793,6 +907,25 @@ class BitFlipProcess(NoiseProcess):
         if not 0.0 < self.prior_density < 1.0:
             raise ValueError(f"config.diffusion.prior_density: expected a value in (0, 1), got "
                              f"{self.prior_density} (0 means: set from the training data)")
+        if self.unroll_prob:
+            if not (self.continuous_time and self.loss_type == "simple"):
+                raise ValueError("config.diffusion.unroll_prob: step-unrolled training needs "
+                                 "L_simple in continuous time (config.diffusion.loss='simple', "
+                                 "continuous_time=True)")
+            if self.self_condition:
+                raise ValueError("config.diffusion.unroll_prob: not with self-conditioning "
+                                 "(config.model.ppgn.self_condition)")
+            self.unroll_spec  # noqa: B018 - validates the probability and the step count
+
+    @property
+    def unroll_spec(self) -> "UnrollSpec | None":
+        """The ``UnrollSpec`` of ``unroll_prob`` and the sampler's defaults (None when off)."""
+        if not self.unroll_prob:
+            return None
+        t_lv, bb = sampling_grid(self.schedule, int(self.unroll_steps) or self.num_timesteps,
+                                 self.grid)
+        return UnrollSpec(float(self.unroll_prob), tuple(int(t) for t in t_lv),
+                          tuple(float(b) for b in bb), self.algorithm, self.levers)
 
     def _check_grid(self, grid: str) -> None:
         if parse_grid(grid)[0] != "trained" and not self.continuous_time:
@@ -813,7 +946,7 @@ class BitFlipProcess(NoiseProcess):
              node_mask: jax.Array) -> LossOutput:
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
                              self.continuous_time, self.prior_density, self.train_grid,
-                             self.self_condition)
+                             self.self_condition, self.unroll_spec)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
@@ -866,7 +999,9 @@ def from_config(config) -> BitFlipProcess:
                           logit_scale_above=float(s.get("logit_scale_above", 0.0)),
                           target_guidance=float(s.get("target_guidance", 0.0)),
                           self_condition=bool(config.model.name == "ppgn" and config.model.get(
-                              "ppgn", {}).get("self_condition", False)))
+                              "ppgn", {}).get("self_condition", False)),
+                          unroll_prob=float(d.get("unroll_prob", 0.0)),
+                          unroll_steps=int(s.get("num_steps", 0) or 0))
 
 
 PRIORS = ("uniform", "marginal")
