@@ -108,7 +108,9 @@ def get_config():
     config.train.log_every_epochs = 10
 
     config.sample = ml_collections.ConfigDict()
-    config.sample.algorithm = 0     # 0: by loss (vb -> Algorithm 1, simple -> Algorithm 2)
+    # 0: by loss (vb -> Algorithm 1, simple -> Algorithm 2); 3: the de-randomised chain
+    # (each pair drawn once from p(A_0 | A_t), at its own level; bitflip.reverse_step)
+    config.sample.algorithm = 0
     config.sample.num_steps = 0     # 0: all T levels; fewer strides over them
     # Levels the sampler visits: "trained" (strided trained levels), or, for models
     # trained in continuous time, "uniform" or "power:GAMMA" (beta_bar_k = (k/K)^GAMMA / 2,

@@ -367,7 +367,7 @@ def _check_valid(adj, counts):
         assert np.all(a[n:, :] == 0) and np.all(a[:, n:] == 0)
 
 
-@pytest.mark.parametrize("algorithm", [1, 2])
+@pytest.mark.parametrize("algorithm", [1, 2, 3])
 @pytest.mark.parametrize("num_steps", [None, 3])
 def test_samplers_give_valid_adjacency(algorithm, num_steps):
     s = make_schedule("linear", T)
@@ -400,7 +400,7 @@ def test_samplers_give_valid_adjacency(algorithm, num_steps):
     np.testing.assert_array_equal(v(keys[1:3], mask[1:3]), np.asarray(out)[1:3])
 
 
-@pytest.mark.parametrize("algorithm", [1, 2])
+@pytest.mark.parametrize("algorithm", [1, 2, 3])
 def test_perfect_denoiser_samples_the_graph_exactly(algorithm):
     """A one-hot p(A_0 | A_t) at a known A_0 gives back A_0 exactly, from any A_T: the last
     step goes to level 0 where beta_bar = 0, so nothing is flipped. All T steps for the
@@ -489,7 +489,7 @@ def test_off_grid_sampling_needs_continuous_time():
     assert sampler.info["grid"] == "power:1.5"
 
 
-@pytest.mark.parametrize("algorithm", [1, 2])
+@pytest.mark.parametrize("algorithm", [1, 2, 3])
 def test_perfect_denoiser_on_any_grid_with_mode_and_final_pass(algorithm):
     adj0, mask = batch(11, [12, 9, 5, 0])
     s = make_schedule("linear", T)
@@ -869,3 +869,42 @@ def test_target_guidance_in_reverse_step_and_its_checks():
     with pytest.raises(ValueError, match="target_guidance"):
         bitflip.SamplerLevers(target_guidance=-0.1)
     BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2, alg1_below=0.1)
+
+
+@pytest.mark.parametrize("rho", [0.5, RHO])
+def test_derandomised_chain_draws_each_pair_once_with_q_marginals(rho):
+    """Algorithm 3: with a perfect denoiser every level of the chain is a draw of
+    q(A_s | A_0) (each pair is A_0 below its own level and prior noise above it); with any
+    denoiser a pair changes at most once along the chain, and only in the step whose
+    level range holds its decode time."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(21, BIG_COUNTS, BIG_N)
+    pm = np.asarray(pair_mask(mask))
+    out, chain = jax.jit(lambda k: bitflip.sample_graphs(
+        perfect_denoiser(adj0), k, mask, s, 3, 8, return_chain=True, grid="trained",
+        rho=rho))(jax.random.key(3))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
+    chain = np.asarray(chain)
+    a0 = np.asarray(adj0)[pm]
+    _, bb = bitflip.sampling_grid(s, 8, "trained")
+    for level, c in zip(bb, chain):
+        got = c[pm]
+        alpha = 1 - 2 * level
+        for value, expected in ((1, alpha + (1 - alpha) * rho), (0, (1 - alpha) * rho)):
+            frac = got[a0 == value].mean()
+            se = np.sqrt(max(expected * (1 - expected), 1e-12) / (a0 == value).sum())
+            assert abs(frac - expected) < 5 * se + 1e-9, (level, value, frac, expected)
+    # any denoiser: at most one change per pair along the chain
+    noisy = lambda a, m, t, lv: jnp.sin(7.0 * a + 3.0 * lv[:, None, None]) * 2.0
+    _, chain = bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8,
+                                     return_chain=True, rho=rho)
+    changes = (np.diff(np.asarray(chain), axis=0) != 0).sum(axis=0)
+    assert changes.max() == 1 and changes[np.asarray(pm)].mean() > 0.05
+    with pytest.raises(ValueError, match="hybrid"):
+        bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8, alg1_below=0.1)
+    with pytest.raises(ValueError, match="decode_time"):
+        bitflip.reverse_step(noisy, jax.random.key(0), adj0, mask, 2, s.beta_bar[2],
+                             s.beta_bar[1], 3)
+    assert BitFlipProcess(num_timesteps=T).sampler(4, algorithm=3).algorithm == 3
+    with pytest.raises(ValueError, match="sampling algorithm"):
+        BitFlipProcess(num_timesteps=T).sampler(4, algorithm=4)

@@ -48,8 +48,9 @@ def define_flags(fv) -> None:
                          lower_bound=0, flag_values=fv)
     flags.DEFINE_integer("num_steps", 0, "Denoising steps (0: config, else all T levels).",
                          lower_bound=0, flag_values=fv)
-    flags.DEFINE_integer("algorithm", 0, "1 or 2 (0: config / by loss).", lower_bound=0,
-                         upper_bound=2, flag_values=fv)
+    flags.DEFINE_integer("algorithm", 0, "1 or 2, or 3 (the de-randomised chain: each "
+                         "pair drawn once) (0: config / by loss).", lower_bound=0,
+                         upper_bound=3, flag_values=fv)
     flags.DEFINE_multi_string(
         "option", [], "A sampler option of the run's noise process, NAME=VALUE (repeatable), "
         "e.g. --option grid=power:2 --option final_pass=true (bit flips: algorithm, grid, "

@@ -34,6 +34,9 @@ LOSSES = ("simple", "vb")
 # The denoiser sees the 0/1 graph A_t (processes.binary_denoiser_input).
 BINARY_DENOISER_INPUT = True
 ALGORITHMS = (1, 2)
+# The samplers' algorithms: the two reverse models, and 3, the de-randomised chain
+# (``reverse_step``); the ELBO and the unrolled training step know only 1 and 2.
+SAMPLER_ALGORITHMS = (1, 2, 3)
 
 
 def uniform_noise(key: jax.Array, shape) -> jax.Array:
@@ -274,7 +277,8 @@ class UnrollSpec:
             raise ValueError("config.sample.num_steps: step-unrolled training needs a sampler "
                              f"of at least 2 steps, got {len(self.beta_bar) - 1}")
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"unroll algorithm: expected 1 or 2, got {self.algorithm!r}")
+            raise ValueError("config.sample.algorithm: step-unrolled training imitates an "
+                             f"Algorithm 1 or 2 step, got {self.algorithm!r}")
 
 
 def unrolled_inputs(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array,
@@ -502,11 +506,22 @@ def target_guidance_prob1(prob1, adj_t, p0_prob1, beta_bar_t, beta_bar_prev, ome
 def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_mask: jax.Array,
                  t_index: jax.Array, beta_bar_t: jax.Array, beta_bar_prev: jax.Array,
                  algorithm: int, argmax: bool = False, rho: float = 0.5,
-                 levers: SamplerLevers = SamplerLevers()) -> jax.Array:
+                 levers: SamplerLevers = SamplerLevers(),
+                 decode_time: jax.Array | None = None) -> jax.Array:
     """One reverse step from level t to level t_prev (all graphs of the batch share them).
 
     Algorithm 1: ``A_{t-1} ~ p_theta(A_{t-1} | A_t)``.
     Algorithm 2: ``Ã_0 ~ p_theta(A_0 | A_t)``, then ``A_{t-1} ~ q(A_{t-1} | Ã_0)``.
+    Algorithm 3 (de-randomised, after DNDM: Chen et al. 2023, "Fast sampling via
+    de-randomization for discrete diffusion models"): ``q(A_t | A_0)`` keeps each pair with
+    probability ``alpha_t = 1 - 2 beta_bar_t`` and otherwise redraws it from the prior.
+    Coupled over levels by one uniform ``v`` per pair (``decode_time``, fixed for the
+    whole chain: kept at level t iff ``v < alpha_t``), a pair is noise above its own level
+    and ``a_0`` below it, with ``q``'s marginals at every level. The chain runs that path
+    backwards: the pairs whose ``v`` lies in ``[alpha_t, alpha_prev)`` take a draw of
+    ``p_theta(a_0 | A_t)`` now, and every other pair keeps its value, so each pair is
+    drawn exactly once, at its own level, and never redrawn (Algorithm 2 redraws every
+    pair at every step).
     With ``argmax`` the draw from the model's distribution takes its mode instead
     (used for the last step, to level 0).
 
@@ -514,7 +529,8 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     ``logit_scale_above`` and ``target_guidance``; the hybrids' ``alg*_below`` choose
     ``algorithm`` per step.
 
-    Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars.
+    Args: adj_t ``[B,N,N]``; node_mask ``[B,N]``; t_index, beta_bar_t, beta_bar_prev scalars;
+      decode_time: Algorithm 3's symmetric uniforms ``[B,N,N]`` (``decode_times``).
     Returns: ``[B,N,N]`` 0/1 adjacency at level t_prev.
     """
     B = adj_t.shape[0]
@@ -541,7 +557,25 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
     if algorithm == 2:
         x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
         return q_sample(k2, x0, node_mask, bp, rho)
-    raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+    if algorithm == 3:
+        if decode_time is None:
+            raise ValueError("algorithm 3 needs the chain's decode_time (decode_times)")
+        x0 = draw_upper(k1, jax.nn.sigmoid(logits), node_mask, argmax)
+        alpha_t = broadcast_per_graph(1.0 - 2.0 * bt)
+        alpha_prev = broadcast_per_graph(1.0 - 2.0 * bp)
+        now = (decode_time >= alpha_t) & (decode_time < alpha_prev)
+        return jnp.where(now, x0, adj_t)
+    raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected one of "
+                     f"{SAMPLER_ALGORITHMS}")
+
+
+def decode_times(key: jax.Array, node_mask: jax.Array) -> jax.Array:
+    """Algorithm 3's per-pair uniforms ``v`` (``reverse_step``): ``[B, N]`` -> symmetric
+    ``[B, N, N]`` in [0, 1), one draw per strict-upper pair, mirrored (per-graph keys as
+    ``uniform_noise``)."""
+    shape = node_mask.shape + node_mask.shape[-1:]
+    upper = jnp.triu(uniform_noise(key, shape), 1)
+    return upper + jnp.swapaxes(upper, -1, -2)
 
 
 def sample_prior(key: jax.Array, node_mask: jax.Array, rho: float = 0.5) -> jax.Array:
@@ -657,7 +691,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       node_mask: ``[B, N]`` bool, the requested node counts as prefix masks.
       schedule: the trained schedule; ``num_steps`` and ``grid`` pick the visited
         levels (``sampling_grid``).
-      algorithm: 1 or 2 (see ``reverse_step``).
+      algorithm: 1, 2 or 3 (see ``reverse_step``; 3 takes no hybrid lever).
       return_chain: also return every intermediate adjacency.
       argmax_last: the last step (to level 0) takes the most likely ``A_0`` instead of
         a draw.
@@ -674,9 +708,13 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
       ``chain`` is ``[K+1, B, N, N]`` from ``A_T`` down to ``A_0`` (the final pass, if
       any, replaces the last entry).
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+    if algorithm not in SAMPLER_ALGORITHMS:
+        raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected one of "
+                         f"{SAMPLER_ALGORITHMS}")
     levers = dataclasses.replace(levers or SamplerLevers(), **lever_values)
+    if algorithm == 3 and (levers.alg1_below > 0 or levers.alg2_below > 0):
+        raise ValueError("algorithm 3 draws each pair once along the whole chain: no hybrid "
+                         "(alg1_below, alg2_below)")
     t_lv, bb = sampling_grid(schedule, num_steps, grid)
     K = len(t_lv) - 1
     n_scan = K - 1 if argmax_last else K
@@ -696,6 +734,8 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
         return jax.vmap(one)(key, *arrays)
 
     adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
+    # Algorithm 3: each pair's decode level, fixed for the whole chain
+    times = (draw(10_000_021, decode_times, node_mask),) if algorithm == 3 else ()
     algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
     if levers.target_guidance > 0.0 and 1 not in algs:
         raise ValueError("target_guidance acts in Algorithm 1 steps and this sampler has none "
@@ -705,16 +745,17 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
         """``(adj, estimate) -> (adj at the next level, estimate for the next call)``;
         ``estimate`` is None without ``self_condition``."""
         adj, est = carry
-        run = lambda fn, kk, a, m: reverse_step(
-            fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho, levers=levers)
+        run = lambda fn, kk, a, m, *v: reverse_step(
+            fn, kk, a, m, t, b_now, b_prev, alg, argmax=argmax, rho=rho, levers=levers,
+            decode_time=v[0] if v else None)
         if not per_graph and not self_condition:
-            return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask), est
+            return run(denoise_fn, jax.random.fold_in(key, k), adj, node_mask, *times), est
         logits = batched_logits(adj, t, b_now, est)
         if per_graph:
-            new = draw(k, lambda kk, a, m, lg: run(lambda *_: lg, kk, a, m), adj, node_mask,
-                       logits)
+            new = draw(k, lambda kk, a, m, lg, *v: run(lambda *_: lg, kk, a, m, *v), adj,
+                       node_mask, logits, *times)
         else:
-            new = run(lambda *_: logits, jax.random.fold_in(key, k), adj, node_mask)
+            new = run(lambda *_: logits, jax.random.fold_in(key, k), adj, node_mask, *times)
         return new, next_estimate(logits, est)
 
     def batched_logits(adj, t, level, est):
@@ -830,7 +871,7 @@ class BitFlipProcess(NoiseProcess):
       num_timesteps: T, the trained levels.
       loss_type: ``"simple"`` (L_simple) or ``"vb"`` (L_vb).
       continuous_time: L_simple on ``beta_bar ~ U(0, 1/2)`` instead of the T levels.
-      algorithm: the sampler's default algorithm (1 or 2).
+      algorithm: the sampler's default algorithm (1, 2 or 3).
       grid, argmax_last, final_pass: the sampler's defaults for the visited levels
         (``sampling_grid``; off the trained grid needs ``continuous_time``), the mode
         at the last step and the corrector pass at ``beta_bar = 0`` (``sample_graphs``).
@@ -885,8 +926,8 @@ class BitFlipProcess(NoiseProcess):
                              f"expected one of {LOSSES}")
         if self.continuous_time and self.loss_type != "simple":
             raise ValueError("config.diffusion.continuous_time: only defined for the 'simple' loss")
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"config.sample.algorithm: expected 1 or 2 (0: by loss), "
+        if self.algorithm not in SAMPLER_ALGORITHMS:
+            raise ValueError(f"config.sample.algorithm: expected 1, 2 or 3 (0: by loss), "
                              f"got {self.algorithm!r}")
         if self.schedule_name not in SCHEDULES:
             raise ValueError(f"config.diffusion.schedule: unknown schedule "
@@ -959,8 +1000,9 @@ class BitFlipProcess(NoiseProcess):
         self.check_sampler_options(options)
         opt = lambda name: getattr(self, name) if options.get(name) is None else options[name]
         algorithm = opt("algorithm") or self.algorithm
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected 1 or 2")
+        if algorithm not in SAMPLER_ALGORITHMS:
+            raise ValueError(f"unknown sampling algorithm {algorithm!r}; expected one of "
+                             f"{SAMPLER_ALGORITHMS}")
         grid = str(opt("grid") or self.grid)
         self._check_grid(grid)
         num_steps = int(num_steps or self.num_timesteps)
