@@ -83,6 +83,8 @@ def test_completer_refuses_other_processes_and_half_resampling():
         completer(GaussianProcess())
     with pytest.raises(ValueError, match="set both"):
         completer(BitFlipProcess(), resample_jump=2)
+    with pytest.raises(ValueError, match="Algorithm 1 or 2"):
+        completer(BitFlipProcess(), algorithm=3)
 
 
 def test_common_masks():

@@ -176,7 +176,7 @@ def completer(process, num_steps: int | None = None, resample_jump: int = 0,
     """The completion sampler of a bit-flip ``process`` (``options`` as for its sampler).
 
     ValueError for another process (completion needs ``q(A_t | A_0)`` of bit flips), for
-    unknown options and for negative resampling settings.
+    unknown options, for Algorithm 3 and for negative resampling settings.
     """
     if not isinstance(process, BitFlipProcess):
         raise ValueError(f"graph completion needs a bit-flip (discrete) model; this run's "
@@ -187,5 +187,9 @@ def completer(process, num_steps: int | None = None, resample_jump: int = 0,
     if (int(resample_jump) > 0) != (int(resample_rounds) > 0):
         raise ValueError("resample_jump and resample_rounds: set both (RePaint resampling) or "
                          f"neither, got {resample_jump} and {resample_rounds}")
-    return BitFlipCompleter(process.sampler(num_steps, False, **options), int(resample_jump),
-                            int(resample_rounds))
+    sampler = process.sampler(num_steps, False, **options)
+    if sampler.algorithm not in (1, 2):
+        raise ValueError(f"graph completion runs Algorithm 1 or 2 steps, got algorithm "
+                         f"{sampler.algorithm} (the de-randomised chain draws each pair once "
+                         "and cannot re-impose the known pairs): use --option algorithm=1 or 2")
+    return BitFlipCompleter(sampler, int(resample_jump), int(resample_rounds))
