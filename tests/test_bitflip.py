@@ -898,8 +898,14 @@ def test_derandomised_chain_draws_each_pair_once_with_q_marginals(rho):
     noisy = lambda a, m, t, lv: jnp.sin(7.0 * a + 3.0 * lv[:, None, None]) * 2.0
     _, chain = bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8,
                                      return_chain=True, rho=rho)
-    changes = (np.diff(np.asarray(chain), axis=0) != 0).sum(axis=0)
+    moved = np.diff(np.asarray(chain), axis=0) != 0                   # [K, B, N, N]
+    changes = moved.sum(axis=0)
     assert changes.max() == 1 and changes[np.asarray(pm)].mean() > 0.05
+    v = np.asarray(bitflip.decode_times(
+        jax.random.fold_in(jax.random.key(4), bitflip.DECODE_TIME_STREAM), mask))
+    alpha = 1 - 2 * np.asarray(bb, np.float32)                        # rising along the chain
+    for j in range(len(alpha) - 1):
+        assert np.all((v[moved[j]] >= alpha[j]) & (v[moved[j]] < alpha[j + 1])), j
     with pytest.raises(ValueError, match="hybrid"):
         bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8, alg1_below=0.1)
     with pytest.raises(ValueError, match="decode_time"):

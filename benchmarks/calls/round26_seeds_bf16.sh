@@ -13,7 +13,9 @@
 # Usage: bash benchmarks/calls/round26_seeds_bf16.sh OUT
 set -uo pipefail
 OUT=$1; mkdir -p "$OUT/res"
-export PYTHONUNBUFFERED=1
+# several samplers share the card at the end: no preallocation (as first run, without
+# this line, eight of the twelve ran out of memory and the quality samples were redone)
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/res/gpu.txt" 2>&1
 T0=$(date +%s)
 KEEP=/tmp/r26_keep; rm -rf $KEEP

@@ -569,6 +569,10 @@ def reverse_step(denoise_fn: DenoiseFn, key: jax.Array, adj_t: jax.Array, node_m
                      f"{SAMPLER_ALGORITHMS}")
 
 
+# fold_in stream of the sampler's key for Algorithm 3's decode times (``sample_graphs``)
+DECODE_TIME_STREAM = 10_000_021
+
+
 def decode_times(key: jax.Array, node_mask: jax.Array) -> jax.Array:
     """Algorithm 3's per-pair uniforms ``v`` (``reverse_step``): ``[B, N]`` -> symmetric
     ``[B, N, N]`` in [0, 1), one draw per strict-upper pair, mirrored (per-graph keys as
@@ -735,7 +739,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
 
     adj_T = draw(10_000_019, lambda kk, m: sample_prior(kk, m, rho), node_mask)
     # Algorithm 3: each pair's decode level, fixed for the whole chain
-    times = (draw(10_000_021, decode_times, node_mask),) if algorithm == 3 else ()
+    times = (draw(DECODE_TIME_STREAM, decode_times, node_mask),) if algorithm == 3 else ()
     algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
     if levers.target_guidance > 0.0 and 1 not in algs:
         raise ValueError("target_guidance acts in Algorithm 1 steps and this sampler has none "
