@@ -14,7 +14,9 @@ algorithms, levers); each arm's graphs go through the SBM test
 sampling steps (default ``--num_steps``), ``zero_estimate=true`` samples a
 self-conditioned model (PPGN ``self_condition``) in its unconditioned mode (every call
 gets the zero estimate, as half of its training graphs did), every other key a sampler option
-(``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...). Without it, one arm
+(``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...), except ``guide=NAME`` and
+``guidance=W``: autoguidance (``ddgjax.guidance``) by the run ``--guide NAME=WORKDIR`` names
+(repeatable; its ``--guide_checkpoint``, EMA as ``--ema``) at weight ``W``. Without it, one arm
 per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output (``.json`` or ``.json.gz``) again
 (e.g. with graph-tool on a CPU after sampling on a GPU) without sampling; ``--fit none``
 samples without fitting (the GPU's time goes to sampling; ``--refit`` fits later).
@@ -43,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbm_failures import describe, summarize  # noqa: E402
 
 from ddgjax.data import load_dataset  # noqa: E402
+from ddgjax.guidance import guided_run  # noqa: E402
 from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
 from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
 
@@ -101,6 +104,10 @@ def main() -> None:
     ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"])
     ap.add_argument("--fit", default=None, choices=["graph-tool", "ddgjax", "auto", "none"])
     ap.add_argument("--refit", default="", help="an earlier OUT.json: fit its graphs again")
+    ap.add_argument("--guide", action="append", default=[],
+                    help="NAME=WORKDIR: a guide the arms may name (guide=NAME,guidance=W)")
+    ap.add_argument("--guide_checkpoint", default="latest",
+                    choices=["latest", "best", "best_val"])
     ap.add_argument("--out", required=True, help="output path without extension")
     args = ap.parse_args()
 
@@ -137,6 +144,9 @@ def main() -> None:
               "nodes": args.nodes, "num": args.num,
               "seeds": seeds, "num_steps": num_steps, "device": jax.devices()[0].device_kind,
               "compute_dtype": str(cfg.model.compute_dtype), "arms": {}}
+    guides = load_guides(args.guide, args.guide_checkpoint, args.ema, args.compute_dtype)
+    result["guides"] = {name: {"workdir": w, "checkpoint": args.guide_checkpoint,
+                               "epoch": g.meta.get("epoch")} for name, (w, g) in guides.items()}
     for name, options in arms.items():
         options = dict(options)
         steps = int(options.pop("steps", 0)) or num_steps
@@ -144,10 +154,21 @@ def main() -> None:
         if options.pop("zero_estimate", False):
             arm_run = run._replace(process=dataclasses.replace(run.process,
                                                                self_condition=False))
+        guide_name, weight = options.pop("guide", None), options.pop("guidance", None)
+        if (guide_name is None) != (weight is None):
+            sys.exit(f"sbm_grid_pilot.py: --arms {name}: give guide=NAME and guidance=W together")
+        if guide_name is not None:
+            if guide_name not in guides:
+                sys.exit(f"sbm_grid_pilot.py: --arms {name}: guide={guide_name!r} is not a "
+                         f"--guide NAME=WORKDIR (have: {sorted(guides)})")
+            arm_run = guided_run(arm_run, guides[guide_name][1], weight,
+                                 guide_name=f"--guide {guide_name}")
+            options.update(guide=guide_name, guidance=float(weight))
+        sampler_options = {k: v for k, v in options.items() if k not in ("guide", "guidance")}
         graphs, t0 = [], time.time()
         for seed in seeds:
             res = generate(arm_run, args.num, seed=seed, batch_size=args.num, num_steps=steps,
-                           node_counts=counts, **options)
+                           node_counts=counts, **sampler_options)
             graphs += res["graphs"]
         seconds = time.time() - t0
         rows, fit = fit_arm(graphs, args.fit) if args.fit != "none" else ([], "none")
@@ -162,6 +183,18 @@ def main() -> None:
         print(name, json.dumps(result["arms"][name]["summary"]), flush=True)
         write(result, args.out, quiet=True)  # after every arm: a stopped run keeps its arms
     write(result, args.out)
+
+
+def load_guides(specs, checkpoint, ema, compute_dtype) -> dict:
+    """``{NAME: (workdir, Run)}`` from ``--guide NAME=WORKDIR`` entries."""
+    guides = {}
+    for spec in specs:
+        name, sep, workdir = spec.partition("=")
+        if not sep or not name or not workdir or name in guides:
+            sys.exit(f"sbm_grid_pilot.py: --guide: expected distinct NAME=WORKDIR, got {spec!r}")
+        guides[name] = (workdir, load_run(workdir, checkpoint, use_ema=ema,
+                                          compute_dtype=compute_dtype))
+    return guides
 
 
 TABLE_COLUMNS = ("graphs", "valid", "fails_blocks", "fails_sizes", "fails_wald", "edges_mean",

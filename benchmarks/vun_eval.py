@@ -23,6 +23,7 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
+from ddgjax.guidance import guided_run  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
 
@@ -52,6 +53,11 @@ def main() -> None:
     ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"],
                     help="sample in this precision (default: as trained)")
     ap.add_argument("--pallas", action="store_true", help="PPGN's Pallas kernels (bfloat16)")
+    ap.add_argument("--guide", default=None,
+                    help="autoguidance (ddgjax.guidance): the weaker run's workdir")
+    ap.add_argument("--guide_checkpoint", default="latest",
+                    choices=["latest", "best", "best_val"])
+    ap.add_argument("--guidance", type=float, default=None, help="with --guide: the weight")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.protocol == "none" and args.validity != "none":
@@ -61,6 +67,16 @@ def main() -> None:
 
     run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
                    compute_dtype=args.compute_dtype, pallas=args.pallas or None)
+    guide = None
+    if (args.guide is None) != (args.guidance is None):
+        ap.error("--guide and --guidance go together")
+    if args.guide is not None:
+        guide = {"guide": args.guide, "guide_checkpoint": args.guide_checkpoint,
+                 "guidance": args.guidance}
+        guide_run = load_run(args.guide, args.guide_checkpoint, use_ema=args.ema,
+                             compute_dtype=args.compute_dtype, pallas=args.pallas or None)
+        guide["guide_epoch"] = guide_run.meta.get("epoch")
+        run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}")
     cfg = run.config
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))
@@ -85,7 +101,8 @@ def main() -> None:
                                  "workdir": args.workdir, "checkpoint": args.checkpoint,
                                  "checkpoint_epoch": run.meta.get("epoch"), "ema": args.ema,
                                  "seed": seed, "sampler": res["sampler"], "device": device,
-                                 "compute_dtype": str(cfg.model.compute_dtype)})
+                                 "compute_dtype": str(cfg.model.compute_dtype),
+                                 **(guide or {})})
         print(seed, json.dumps({k: ev.get(k) for k in KEYS}), flush=True)
     summary = {}
     for k in KEYS + tuple(f"{s}_ratio" for s in ("degree", "clustering", "orbit", "spectral",
@@ -97,7 +114,7 @@ def main() -> None:
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
            "validity": args.validity, "num_samples": num, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
-           "sampler_options": options, "summary": summary,
+           "sampler_options": options, "guidance": guide, "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:
         json.dump(out, f, indent=2)

@@ -62,6 +62,13 @@ def define_flags(fv) -> None:
                       flag_values=fv)
     flags.DEFINE_bool("pallas", None, "PPGN: run its Pallas kernels (bfloat16 only; the "
                       "fastest sampler with --compute_dtype bfloat16).", flag_values=fv)
+    flags.DEFINE_string("guide", None, "Autoguidance (ddgjax.guidance): a weaker run's "
+                        "workdir, trained on the same data with the same noise process; "
+                        "needs --guidance.", flag_values=fv)
+    flags.DEFINE_enum("guide_checkpoint", "latest", ["best", "latest", "best_val"],
+                      "The guide's checkpoint (EMA as --ema).", flag_values=fv)
+    flags.DEFINE_float("guidance", None, "With --guide: the weight w >= 0 in "
+                       "good + w (good - guide) (0: the run alone).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
     flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "spectre_emd", "none"],
@@ -133,8 +140,18 @@ def run_sampling(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):  # else load_run says the workdir is missing
         check_output_dir(out_dir)  # before the model loads
+    guided = guidance_requested(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
+    record = {"workdir": workdir, "checkpoint": fv.checkpoint}
+    if guided:
+        from ddgjax.guidance import guided_run
+
+        guide = load_run(fv.guide, fv.guide_checkpoint, use_ema=fv.ema,
+                         compute_dtype=fv.compute_dtype, pallas=fv.pallas)
+        run = guided_run(run, guide, fv.guidance, guide_name=f"--guide {fv.guide}")
+        record.update(guide=fv.guide, guide_checkpoint=fv.guide_checkpoint,
+                      guide_epoch=guide.meta.get("epoch"), guidance=float(fv.guidance))
     cfg = run.config
     num = fv.num_samples or cfg.sample.num_samples
     seed = cfg.sample.seed if fv.seed is None else fv.seed
@@ -153,8 +170,7 @@ def run_sampling(fv) -> None:
         batch_size=fv.batch_size or cfg.sample.batch_size,
         num_steps=configured_num_steps(cfg, fv.num_steps),
         sampler_options=options, graphml=fv.graphml, chain_png=fv.chain_png,
-        protocol=fv.protocol, record={"workdir": workdir, "checkpoint": fv.checkpoint},
-        progress=progress)
+        protocol=fv.protocol, record=record, progress=progress)
     res = out["result"]
     how = f"algorithm {res['algorithm']}" if res["algorithm"] else f"{res['process']} process"
     print(f"sampled {num} graphs ({res['num_steps']} steps, {how}) "
@@ -162,6 +178,16 @@ def run_sampling(fv) -> None:
           f"wrote {out_dir}/samples.json and grid.png")
     if out["eval"] is not None:
         print(json.dumps({k: v for k, v in out["eval"].items() if isinstance(v, (int, float))}))
+
+
+def guidance_requested(fv) -> bool:
+    """Whether --guide is given; ValueError naming the flag when --guide and --guidance
+    come apart (checked before any checkpoint loads)."""
+    if fv.guide is None and fv.guidance is not None:
+        raise ValueError("--guidance: needs --guide WORKDIR (the weaker run that guides)")
+    if fv.guide is not None and fv.guidance is None:
+        raise ValueError(f"--guide {fv.guide}: give the weight too, e.g. --guidance 0.5")
+    return fv.guide is not None
 
 
 def completion_requests(fv) -> tuple[list, callable]:
@@ -205,6 +231,9 @@ def run_completion(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):
         check_output_dir(out_dir)
+    if fv.guide is not None or fv.guidance is not None:
+        raise ValueError("--guide/--guidance: autoguidance samples new graphs; graph "
+                         "completion (--complete) does not take it")
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)

@@ -1,0 +1,98 @@
+"""Autoguidance: sample a trained run guided by a weaker run of the same process.
+
+Karras et al. 2024 ("Guiding a diffusion model with a bad version of itself") steer a
+denoiser away from the errors of a weaker model trained on the same data (smaller,
+or trained for less long): with guidance weight ``w >= 0`` the sampler uses
+
+    out = good + w * (good - bad)
+
+for the denoiser's output (bit flips: the logits of ``p_theta(a_0 = 1 | A_t)``; the
+Gaussian baseline: the noise estimate). ``w = 0`` is the good model alone, and a run
+guided by itself is the run alone, at any weight. Each sampling step costs both models'
+forward passes; the number of steps is unchanged.
+
+The weight travels with the parameters (a float32 scalar), so trying several weights
+compiles the sampler once per guide architecture.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax.numpy as jnp
+
+from ddgjax.sampling import Run, SamplingError
+
+# process fields that fix what a denoiser's output means; the two runs must agree on them
+PROCESS_FIELDS = ("schedule_name", "num_timesteps", "continuous_time", "prior_density",
+                  "self_condition")
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoGuidedDenoiser:
+    """A denoiser with the ``model.apply`` interface the samplers call.
+
+    ``apply(params, adj_t, node_mask, t, beta_bar, *estimate)`` with ``params =
+    {"model": ..., "guide": ..., "weight": float32 []}`` returns
+    ``good + weight * (good - bad)`` in float32, ``good`` and ``bad`` being the two
+    models' outputs (``[B, N, N]`` for the bit-flip denoisers) on the same inputs.
+    Hashable (two Flax modules), so ``sampling.compiled_sampler`` caches it.
+    """
+
+    model: Any
+    guide: Any
+
+    def apply(self, params, *inputs):
+        good = self.model.apply(params["model"], *inputs).astype(jnp.float32)
+        bad = self.guide.apply(params["guide"], *inputs).astype(jnp.float32)
+        return good + params["weight"] * (good - bad)
+
+
+def guidance_weight(weight) -> float:
+    """``weight`` as a float; SamplingError naming ``--guidance`` unless finite and >= 0."""
+    try:
+        w = float(weight)
+    except (TypeError, ValueError):
+        raise SamplingError(f"--guidance: expected a number >= 0, got {weight!r}") from None
+    if not (math.isfinite(w) and w >= 0.0):
+        raise SamplingError(f"--guidance: expected a finite weight >= 0, got {weight!r}")
+    return w
+
+
+def check_compatible(run: Run, guide: Run, guide_name: str = "the guide") -> None:
+    """SamplingError naming the field unless ``guide`` can guide ``run``: the same noise
+    process (kind and the ``PROCESS_FIELDS`` it has), the same dataset (``config.data
+    .source``) and the same ``max_nodes``."""
+    if type(run.process) is not type(guide.process):
+        raise SamplingError(f"{guide_name}: its noise process is {type(guide.process).__name__}"
+                            f", the sampled run's is {type(run.process).__name__}")
+    for name in PROCESS_FIELDS:
+        a, b = getattr(run.process, name, None), getattr(guide.process, name, None)
+        if a != b:
+            raise SamplingError(f"{guide_name}: its process has {name}={b!r}, the sampled "
+                                f"run's {name}={a!r}; the guide must be trained with the same "
+                                "noise process")
+    src_a, src_b = run.config.data.get("source"), guide.config.data.get("source")
+    if src_a != src_b:
+        raise SamplingError(f"{guide_name}: trained on data.source={src_b!r}, the sampled run "
+                            f"on {src_a!r}")
+    if run.max_nodes != guide.max_nodes:
+        raise SamplingError(f"{guide_name}: max_nodes={guide.max_nodes}, the sampled run's "
+                            f"{run.max_nodes}")
+
+
+def guided_run(run: Run, guide: Run, weight: float, guide_name: str = "the guide") -> Run:
+    """``run`` sampled with autoguidance by ``guide`` at ``weight`` (module docstring).
+
+    The result is a ``Run`` that ``sampling.generate`` takes as it is: ``run``'s config,
+    process (its sampler and levers), node counts and buckets, with ``model`` an
+    :class:`AutoGuidedDenoiser` and ``meta["guidance"]`` recording the weight and the
+    guide's checkpoint meta. Raises SamplingError (``check_compatible``,
+    ``guidance_weight``)."""
+    w = guidance_weight(weight)
+    check_compatible(run, guide, guide_name)
+    params = {"model": run.params, "guide": guide.params, "weight": jnp.float32(w)}
+    meta = dict(run.meta, guidance={"weight": w, "guide_meta": dict(guide.meta)})
+    return run._replace(model=AutoGuidedDenoiser(run.model, guide.model), params=params,
+                        meta=meta)

@@ -1,0 +1,138 @@
+"""Autoguidance (ddgjax.guidance): the combined output, no-op cases, one compile per
+guide, refusals by name, and the sample command end to end."""
+import dataclasses
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from configs import test as test_config
+from ddgjax import sampling, training
+from ddgjax.cli import sample as sample_cli
+from ddgjax.guidance import AutoGuidedDenoiser, guided_run
+
+from helpers import random_batch
+
+
+def tiny_config(seed: int, hidden: int):
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 2
+    cfg.train.seed = seed
+    cfg.model.ppgn.hidden = hidden
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(good, guide) workdirs: the test config, and a narrower run with another seed."""
+    root = tmp_path_factory.mktemp("guidance")
+    good, guide = root / "good", root / "guide"
+    training.train(tiny_config(0, 8), str(good), verbose=False)
+    training.train(tiny_config(1, 4), str(guide), verbose=False)
+    return good, guide
+
+
+def test_guided_output_is_good_plus_weight_times_difference(runs):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    adj, mask = random_batch(0, [5, 9, 20], good.max_nodes)
+    t = np.array([3, 1, 7], np.int32)
+    bb = np.array([0.3, 0.05, 0.45], np.float32)
+    run = guided_run(good, bad, 0.75)
+    out = np.asarray(run.model.apply(run.params, adj, mask, t, bb), np.float64)
+    a = np.asarray(good.model.apply(good.params, adj, mask, t, bb), np.float64)
+    b = np.asarray(bad.model.apply(bad.params, adj, mask, t, bb), np.float64)
+    assert out.shape == a.shape == (3, good.max_nodes, good.max_nodes)
+    np.testing.assert_allclose(out, a + 0.75 * (a - b), rtol=1e-5, atol=1e-5)
+    assert np.abs(a - b).max() > 1e-3  # the two models differ, so the check can fail
+
+
+def test_weight_zero_and_self_guidance_sample_the_run_alone(runs):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    plain = sampling.generate(good, 6, seed=2, batch_size=6, num_steps=4)["adj"]
+    zero = sampling.generate(guided_run(good, bad, 0.0), 6, seed=2, batch_size=6,
+                             num_steps=4)["adj"]
+    itself = sampling.generate(guided_run(good, good, 2.0), 6, seed=2, batch_size=6,
+                               num_steps=4)["adj"]
+    np.testing.assert_array_equal(zero, plain)
+    np.testing.assert_array_equal(itself, plain)
+    strong = sampling.generate(guided_run(good, bad, 4.0), 6, seed=2, batch_size=6,
+                               num_steps=4)["adj"]
+    assert (strong != plain).any()
+
+
+def test_weights_share_one_compile(runs):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    first = sampling.generate(guided_run(good, bad, 0.3), 4, seed=0, batch_size=4,
+                              num_steps=3)
+    again = sampling.generate(guided_run(good, bad, 1.7), 4, seed=0, batch_size=4,
+                              num_steps=3)
+    assert again["compile_seconds"] == 0.0 and first["compile_seconds"] >= 0.0
+
+
+def test_guide_record_and_model_are_hashable(runs):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    run = guided_run(good, bad, 0.5)
+    assert isinstance(run.model, AutoGuidedDenoiser) and hash(run.model) is not None
+    assert run.meta["guidance"]["weight"] == 0.5
+    assert run.meta["guidance"]["guide_meta"]["epoch"] == 2
+    assert run.meta["epoch"] == good.meta["epoch"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    ("num_timesteps", "num_timesteps"),
+    ("prior_density", "prior_density"),
+    ("max_nodes", "max_nodes"),
+    ("source", "data.source"),
+    ("weight -1", "--guidance"),
+    ("weight nan", "--guidance"),
+    ("weight text", "--guidance"),
+])
+def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expected):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    weight = 0.5
+    if change == "num_timesteps":
+        bad = bad._replace(process=dataclasses.replace(bad.process, num_timesteps=5))
+    elif change == "prior_density":
+        bad = bad._replace(process=dataclasses.replace(bad.process, prior_density=0.25))
+    elif change == "max_nodes":
+        bad = bad._replace(max_nodes=bad.max_nodes + 4)
+    elif change == "source":
+        cfg = bad.config.copy_and_resolve_references()
+        cfg.data.source = "planar_60"
+        bad = bad._replace(config=cfg)
+    else:
+        weight = {"weight -1": -1.0, "weight nan": float("nan"), "weight text": "x"}[change]
+    with pytest.raises(sampling.SamplingError, match=expected):
+        guided_run(good, bad, weight)
+
+
+def test_sample_command_with_a_guide(runs, tmp_path, capsys):
+    good, guide = runs
+    out = tmp_path / "out"
+    code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", f"--guide={guide}",
+                            "--guidance=0.5", "--num_samples=4", "--batch_size=4",
+                            "--num_steps=3", "--protocol=none", "--quiet", f"--out={out}"])
+    assert code == 0, capsys.readouterr().err
+    record = json.loads((out / "samples.json").read_text())
+    info = record["generated_by"]
+    assert info["guidance"] == 0.5 and info["guide"] == str(guide)
+    assert info["guide_checkpoint"] == "latest" and info["guide_epoch"] == 2
+    assert len(record["graphs"]) == 4
+    # --guidance without --guide (and the reverse) fail before anything loads, by name
+    for args, expected in ((["--guidance=0.5"], "--guidance: needs --guide"),
+                           ([f"--guide={guide}"], "--guidance 0.5")):
+        code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", *args,
+                                f"--out={tmp_path / 'x'}", "--quiet"])
+        assert code == 1
+        assert expected in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    # a guide directory that holds no run is refused, naming it
+    code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", f"--guide={tmp_path}",
+                            "--guidance=1", f"--out={tmp_path / 'y'}", "--quiet"])
+    assert code == 1 and str(tmp_path) in capsys.readouterr().err
