@@ -15,8 +15,9 @@ sampling steps (default ``--num_steps``), ``zero_estimate=true`` samples a
 self-conditioned model (PPGN ``self_condition``) in its unconditioned mode (every call
 gets the zero estimate, as half of its training graphs did), every other key a sampler option
 (``grid``, ``algorithm``, ``renoise_mix``, ``logit_scale``, ...), except ``guide=NAME`` and
-``guidance=W``: autoguidance (``ddgjax.guidance``) by the run ``--guide NAME=WORKDIR`` names
-(repeatable; its ``--guide_checkpoint``, EMA as ``--ema``) at weight ``W``. Without it, one arm
+``guidance=W`` (and optionally ``guidance_above=LEVEL``): autoguidance (``ddgjax.guidance``)
+by the run ``--guide NAME=WORKDIR`` names (repeatable; its ``--guide_checkpoint``, EMA as
+``--ema``) at weight ``W``, in the steps at ``beta_bar >= LEVEL``. Without it, one arm
 per ``--grids`` entry. ``--refit`` fits the graphs saved in an earlier output (``.json`` or ``.json.gz``) again
 (e.g. with graph-tool on a CPU after sampling on a GPU) without sampling; ``--fit none``
 samples without fitting (the GPU's time goes to sampling; ``--refit`` fits later).
@@ -155,6 +156,7 @@ def main() -> None:
             arm_run = run._replace(process=dataclasses.replace(run.process,
                                                                self_condition=False))
         guide_name, weight = options.pop("guide", None), options.pop("guidance", None)
+        above = float(options.pop("guidance_above", 0.0))
         if (guide_name is None) != (weight is None):
             sys.exit(f"sbm_grid_pilot.py: --arms {name}: give guide=NAME and guidance=W together")
         if guide_name is not None:
@@ -162,9 +164,10 @@ def main() -> None:
                 sys.exit(f"sbm_grid_pilot.py: --arms {name}: guide={guide_name!r} is not a "
                          f"--guide NAME=WORKDIR (have: {sorted(guides)})")
             arm_run = guided_run(arm_run, guides[guide_name][1], weight,
-                                 guide_name=f"--guide {guide_name}")
-            options.update(guide=guide_name, guidance=float(weight))
-        sampler_options = {k: v for k, v in options.items() if k not in ("guide", "guidance")}
+                                 guide_name=f"--guide {guide_name}", above=above)
+            options.update(guide=guide_name, guidance=float(weight), guidance_above=above)
+        sampler_options = {k: v for k, v in options.items()
+                           if k not in ("guide", "guidance", "guidance_above")}
         graphs, t0 = [], time.time()
         for seed in seeds:
             res = generate(arm_run, args.num, seed=seed, batch_size=args.num, num_steps=steps,

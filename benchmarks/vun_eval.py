@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("--guide_checkpoint", default="latest",
                     choices=["latest", "best", "best_val"])
     ap.add_argument("--guidance", type=float, default=None, help="with --guide: the weight")
+    ap.add_argument("--guidance_above", type=float, default=0.0,
+                    help="with --guide: guide only the steps at beta_bar >= this")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.protocol == "none" and args.validity != "none":
@@ -72,11 +74,12 @@ def main() -> None:
         ap.error("--guide and --guidance go together")
     if args.guide is not None:
         guide = {"guide": args.guide, "guide_checkpoint": args.guide_checkpoint,
-                 "guidance": args.guidance}
+                 "guidance": args.guidance, "guidance_above": args.guidance_above}
         guide_run = load_run(args.guide, args.guide_checkpoint, use_ema=args.ema,
                              compute_dtype=args.compute_dtype, pallas=args.pallas or None)
         guide["guide_epoch"] = guide_run.meta.get("epoch")
-        run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}")
+        run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}",
+                         above=args.guidance_above)
     cfg = run.config
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))

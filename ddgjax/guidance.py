@@ -11,8 +11,13 @@ Gaussian baseline: the noise estimate). ``w = 0`` is the good model alone, and a
 guided by itself is the run alone, at any weight. Each sampling step costs both models'
 forward passes; the number of steps is unchanged.
 
-The weight travels with the parameters (a float32 scalar), so trying several weights
-compiles the sampler once per guide architecture.
+A guidance interval (Kynkäänniemi et al. 2024, "Applying guidance in a limited interval
+improves sample and distribution quality"): with ``above > 0`` (bit flips only) the weight
+applies only in the steps whose noise level ``beta_bar_t`` is at least ``above``; below
+it the good model samples alone.
+
+The weight and the interval travel with the parameters (float32 scalars), so trying
+several of them compiles the sampler once per guide architecture.
 """
 from __future__ import annotations
 
@@ -33,11 +38,13 @@ PROCESS_FIELDS = ("schedule_name", "num_timesteps", "continuous_time", "prior_de
 class AutoGuidedDenoiser:
     """A denoiser with the ``model.apply`` interface the samplers call.
 
-    ``apply(params, adj_t, node_mask, t, beta_bar, *estimate)`` with ``params =
-    {"model": ..., "guide": ..., "weight": float32 []}`` returns
-    ``good + weight * (good - bad)`` in float32, ``good`` and ``bad`` being the two
-    models' outputs (``[B, N, N]`` for the bit-flip denoisers) on the same inputs.
-    Hashable (two Flax modules), so ``sampling.compiled_sampler`` caches it.
+    ``apply(params, adj_t, node_mask, t, level, *estimate)`` with ``params =
+    {"model": ..., "guide": ..., "weight": float32 [], "above": float32 []}`` and the
+    per-graph noise level ``level [B]`` (bit flips: ``beta_bar_t``) returns
+    ``good + w_b * (good - bad)`` in float32, ``w_b = weight`` for the graphs with
+    ``level >= above`` and 0 for the others, ``good`` and ``bad`` being the two models'
+    outputs (``[B, N, N]`` for the bit-flip denoisers) on the same inputs. Hashable (two
+    Flax modules), so ``sampling.compiled_sampler`` caches it.
     """
 
     model: Any
@@ -46,7 +53,9 @@ class AutoGuidedDenoiser:
     def apply(self, params, *inputs):
         good = self.model.apply(params["model"], *inputs).astype(jnp.float32)
         bad = self.guide.apply(params["guide"], *inputs).astype(jnp.float32)
-        return good + params["weight"] * (good - bad)
+        level = jnp.asarray(inputs[3], jnp.float32)
+        w = jnp.where(level >= params["above"], params["weight"], 0.0)
+        return good + w.reshape(w.shape + (1,) * (good.ndim - w.ndim)) * (good - bad)
 
 
 def guidance_weight(weight) -> float:
@@ -82,17 +91,32 @@ def check_compatible(run: Run, guide: Run, guide_name: str = "the guide") -> Non
                             f"{run.max_nodes}")
 
 
-def guided_run(run: Run, guide: Run, weight: float, guide_name: str = "the guide") -> Run:
-    """``run`` sampled with autoguidance by ``guide`` at ``weight`` (module docstring).
+def guided_run(run: Run, guide: Run, weight: float, guide_name: str = "the guide",
+               above: float = 0.0) -> Run:
+    """``run`` sampled with autoguidance by ``guide`` at ``weight``, in the steps at noise
+    levels ``>= above`` (0: all; module docstring).
 
     The result is a ``Run`` that ``sampling.generate`` takes as it is: ``run``'s config,
     process (its sampler and levers), node counts and buckets, with ``model`` an
     :class:`AutoGuidedDenoiser` and ``meta["guidance"]`` recording the weight and the
     guide's checkpoint meta. Raises SamplingError (``check_compatible``,
-    ``guidance_weight``)."""
+    ``guidance_weight``, and for ``above`` outside [0, 1/2] or ``above > 0`` with a process
+    other than bit flips, naming ``--guidance_above``)."""
     w = guidance_weight(weight)
     check_compatible(run, guide, guide_name)
-    params = {"model": run.params, "guide": guide.params, "weight": jnp.float32(w)}
-    meta = dict(run.meta, guidance={"weight": w, "guide_meta": dict(guide.meta)})
+    try:
+        above = float(above)
+    except (TypeError, ValueError):
+        raise SamplingError(f"--guidance_above: expected a noise level in [0, 1/2], got "
+                            f"{above!r}") from None
+    if not 0.0 <= above <= 0.5:
+        raise SamplingError(f"--guidance_above: expected a noise level in [0, 1/2], got {above}")
+    if above > 0.0 and run.process.name != "discrete":
+        raise SamplingError(f"--guidance_above: a bit-flip (discrete) process's beta_bar; this "
+                            f"run's process is {run.process.name!r}")
+    params = {"model": run.params, "guide": guide.params, "weight": jnp.float32(w),
+              "above": jnp.float32(above)}
+    meta = dict(run.meta, guidance={"weight": w, "above": above,
+                                    "guide_meta": dict(guide.meta)})
     return run._replace(model=AutoGuidedDenoiser(run.model, guide.model), params=params,
                         meta=meta)

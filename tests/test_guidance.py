@@ -11,6 +11,7 @@ from configs import test as test_config
 from ddgjax import sampling, training
 from ddgjax.cli import sample as sample_cli
 from ddgjax.guidance import AutoGuidedDenoiser, guided_run
+from ddgjax.processes import gaussian
 
 from helpers import random_batch
 
@@ -46,6 +47,25 @@ def test_guided_output_is_good_plus_weight_times_difference(runs):
     assert out.shape == a.shape == (3, good.max_nodes, good.max_nodes)
     np.testing.assert_allclose(out, a + 0.75 * (a - b), rtol=1e-5, atol=1e-5)
     assert np.abs(a - b).max() > 1e-3  # the two models differ, so the check can fail
+
+
+def test_guidance_interval_guides_only_graphs_at_or_above_the_level(runs):
+    good = sampling.load_run(str(runs[0]), "latest")
+    bad = sampling.load_run(str(runs[1]), "latest")
+    adj, mask = random_batch(1, [5, 9, 20], good.max_nodes)
+    t = np.array([3, 1, 7], np.int32)
+    bb = np.array([0.3, 0.05, 0.2], np.float32)
+    run = guided_run(good, bad, 1.5, above=0.2)
+    out = np.asarray(run.model.apply(run.params, adj, mask, t, bb), np.float64)
+    a = np.asarray(good.model.apply(good.params, adj, mask, t, bb), np.float64)
+    b = np.asarray(bad.model.apply(bad.params, adj, mask, t, bb), np.float64)
+    want = a + 1.5 * np.array([1.0, 0.0, 1.0])[:, None, None] * (a - b)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert run.meta["guidance"]["above"] == 0.2
+    plain = sampling.generate(good, 4, seed=5, batch_size=4, num_steps=4)["adj"]
+    some = sampling.generate(guided_run(good, bad, 3.0, above=0.1), 4, seed=5, batch_size=4,
+                             num_steps=4)["adj"]
+    assert (some != plain).any()
 
 
 def test_weight_zero_and_self_guidance_sample_the_run_alone(runs):
@@ -91,11 +111,14 @@ def test_guide_record_and_model_are_hashable(runs):
     ("weight -1", "--guidance"),
     ("weight nan", "--guidance"),
     ("weight text", "--guidance"),
+    ("above 0.7", "--guidance_above"),
+    ("above -0.1", "--guidance_above"),
+    ("above gaussian", "--guidance_above"),
 ])
 def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expected):
     good = sampling.load_run(str(runs[0]), "latest")
     bad = sampling.load_run(str(runs[1]), "latest")
-    weight = 0.5
+    weight, above = 0.5, 0.0
     if change == "num_timesteps":
         bad = bad._replace(process=dataclasses.replace(bad.process, num_timesteps=5))
     elif change == "prior_density":
@@ -106,22 +129,28 @@ def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expec
         cfg = bad.config.copy_and_resolve_references()
         cfg.data.source = "planar_60"
         bad = bad._replace(config=cfg)
+    elif change.startswith("above"):
+        above = {"above 0.7": 0.7, "above -0.1": -0.1, "above gaussian": 0.1}[change]
+        if change == "above gaussian":
+            good = good._replace(process=gaussian.GaussianProcess())
+            bad = bad._replace(process=gaussian.GaussianProcess())
     else:
         weight = {"weight -1": -1.0, "weight nan": float("nan"), "weight text": "x"}[change]
     with pytest.raises(sampling.SamplingError, match=expected):
-        guided_run(good, bad, weight)
+        guided_run(good, bad, weight, above=above)
 
 
 def test_sample_command_with_a_guide(runs, tmp_path, capsys):
     good, guide = runs
     out = tmp_path / "out"
     code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", f"--guide={guide}",
-                            "--guidance=0.5", "--num_samples=4", "--batch_size=4",
+                            "--guidance=0.5", "--guidance_above=0.05", "--num_samples=4", "--batch_size=4",
                             "--num_steps=3", "--protocol=none", "--quiet", f"--out={out}"])
     assert code == 0, capsys.readouterr().err
     record = json.loads((out / "samples.json").read_text())
     info = record["generated_by"]
     assert info["guidance"] == 0.5 and info["guide"] == str(guide)
+    assert info["guidance_above"] == 0.05
     assert info["guide_checkpoint"] == "latest" and info["guide_epoch"] == 2
     assert len(record["graphs"]) == 4
     # --guidance without --guide (and the reverse) fail before anything loads, by name

@@ -69,6 +69,8 @@ def define_flags(fv) -> None:
                       "The guide's checkpoint (EMA as --ema).", flag_values=fv)
     flags.DEFINE_float("guidance", None, "With --guide: the weight w >= 0 in "
                        "good + w (good - guide) (0: the run alone).", flag_values=fv)
+    flags.DEFINE_float("guidance_above", 0.0, "With --guide: guide only the steps at noise "
+                       "levels beta_bar >= this (0: every step).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
     flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "spectre_emd", "none"],
@@ -149,9 +151,11 @@ def run_sampling(fv) -> None:
 
         guide = load_run(fv.guide, fv.guide_checkpoint, use_ema=fv.ema,
                          compute_dtype=fv.compute_dtype, pallas=fv.pallas)
-        run = guided_run(run, guide, fv.guidance, guide_name=f"--guide {fv.guide}")
+        run = guided_run(run, guide, fv.guidance, guide_name=f"--guide {fv.guide}",
+                         above=fv.guidance_above)
         record.update(guide=fv.guide, guide_checkpoint=fv.guide_checkpoint,
-                      guide_epoch=guide.meta.get("epoch"), guidance=float(fv.guidance))
+                      guide_epoch=guide.meta.get("epoch"), guidance=float(fv.guidance),
+                      guidance_above=float(fv.guidance_above))
     cfg = run.config
     num = fv.num_samples or cfg.sample.num_samples
     seed = cfg.sample.seed if fv.seed is None else fv.seed
