@@ -11,6 +11,10 @@ Gaussian baseline: the noise estimate). ``w = 0`` is the good model alone, and a
 guided by itself is the run alone, at any weight. Each sampling step costs both models'
 forward passes; the number of steps is unchanged.
 
+Negative weights down to -1 blend the two runs instead: ``(1 + w) good - w other``, so
+``w = -1/2`` samples with the mean of both outputs (an ensemble of two runs of the same
+process) and ``w = -1`` with the other run's output.
+
 A guidance interval (Kynkäänniemi et al. 2024, "Applying guidance in a limited interval
 improves sample and distribution quality"): with ``above > 0`` (bit flips only) the weight
 applies only in the steps whose noise level ``beta_bar_t`` is at least ``above``; below
@@ -59,13 +63,15 @@ class AutoGuidedDenoiser:
 
 
 def guidance_weight(weight) -> float:
-    """``weight`` as a float; SamplingError naming ``--guidance`` unless finite and >= 0."""
+    """``weight`` as a float; SamplingError naming ``--guidance`` unless finite and >= -1
+    (>= 0: guidance; [-1, 0): a blend of the two runs)."""
     try:
         w = float(weight)
     except (TypeError, ValueError):
-        raise SamplingError(f"--guidance: expected a number >= 0, got {weight!r}") from None
-    if not (math.isfinite(w) and w >= 0.0):
-        raise SamplingError(f"--guidance: expected a finite weight >= 0, got {weight!r}")
+        raise SamplingError(f"--guidance: expected a number >= -1, got {weight!r}") from None
+    if not (math.isfinite(w) and w >= -1.0):
+        raise SamplingError(f"--guidance: expected a finite weight >= -1 (>= 0 guides, "
+                            f"-1/2 averages the two runs), got {weight!r}")
     return w
 
 

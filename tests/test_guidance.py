@@ -47,6 +47,13 @@ def test_guided_output_is_good_plus_weight_times_difference(runs):
     assert out.shape == a.shape == (3, good.max_nodes, good.max_nodes)
     np.testing.assert_allclose(out, a + 0.75 * (a - b), rtol=1e-5, atol=1e-5)
     assert np.abs(a - b).max() > 1e-3  # the two models differ, so the check can fail
+    # negative weights blend: -1/2 the mean of both (an ensemble), -1 the other model
+    mean = guided_run(good, bad, -0.5)
+    np.testing.assert_allclose(np.asarray(mean.model.apply(mean.params, adj, mask, t, bb)),
+                               (a + b) / 2, rtol=1e-5, atol=1e-5)
+    other = guided_run(good, bad, -1.0)
+    np.testing.assert_allclose(np.asarray(other.model.apply(other.params, adj, mask, t, bb)),
+                               b, rtol=1e-5, atol=1e-5)
 
 
 def test_guidance_interval_guides_only_graphs_at_or_above_the_level(runs):
@@ -108,7 +115,7 @@ def test_guide_record_and_model_are_hashable(runs):
     ("prior_density", "prior_density"),
     ("max_nodes", "max_nodes"),
     ("source", "data.source"),
-    ("weight -1", "--guidance"),
+    ("weight -1.5", "--guidance"),
     ("weight nan", "--guidance"),
     ("weight text", "--guidance"),
     ("above 0.7", "--guidance_above"),
@@ -135,7 +142,7 @@ def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expec
             good = good._replace(process=gaussian.GaussianProcess())
             bad = bad._replace(process=gaussian.GaussianProcess())
     else:
-        weight = {"weight -1": -1.0, "weight nan": float("nan"), "weight text": "x"}[change]
+        weight = {"weight -1.5": -1.5, "weight nan": float("nan"), "weight text": "x"}[change]
     with pytest.raises(sampling.SamplingError, match=expected):
         guided_run(good, bad, weight, above=above)
 

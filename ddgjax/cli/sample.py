@@ -67,8 +67,9 @@ def define_flags(fv) -> None:
                         "needs --guidance.", flag_values=fv)
     flags.DEFINE_enum("guide_checkpoint", "latest", ["best", "latest", "best_val"],
                       "The guide's checkpoint (EMA as --ema).", flag_values=fv)
-    flags.DEFINE_float("guidance", None, "With --guide: the weight w >= 0 in "
-                       "good + w (good - guide) (0: the run alone).", flag_values=fv)
+    flags.DEFINE_float("guidance", None, "With --guide: the weight w in "
+                       "good + w (good - guide): 0 the run alone, > 0 guidance, -0.5 the mean "
+                       "of both runs (w >= -1).", flag_values=fv)
     flags.DEFINE_float("guidance_above", 0.0, "With --guide: guide only the steps at noise "
                        "levels beta_bar >= this (0: every step).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
