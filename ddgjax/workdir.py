@@ -39,6 +39,13 @@ NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features
                     "model.ppgn.film": False, "model.gt.walk_features": 0,
                     "train.weight_decay": 0.0, "diffusion.unroll_prob": 0.0,
                     "model.ppgn.norm": "instance"}
+# The sampler keys (outside SAME_RUN_KEYS) whose step a step-unrolled run
+# (diffusion.unroll_prob > 0) trains on: its inputs are one step of this sampler, so a
+# resume of such a run must keep them.
+UNROLLED_SAMPLER_KEYS = ("sample.num_steps", "sample.algorithm", "sample.grid",
+                         "sample.alg1_below", "sample.alg2_below", "sample.renoise_mix",
+                         "sample.logit_scale", "sample.logit_scale_above",
+                         "sample.target_guidance")
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 
@@ -103,8 +110,9 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
     Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have
     (a key one of them lacks is not compared: configs gain keys over time, except those of
     :data:`NEW_KEY_DEFAULTS`, read as their old value), whether ``train.weight_decay`` is
-    on in both or neither, and the dataset-record fields :data:`SAME_DATA_FIELDS` that
-    both records have.
+    on in both or neither, for a step-unrolled run (``diffusion.unroll_prob > 0``) the
+    sampler keys its unrolled step uses (:data:`UNROLLED_SAMPLER_KEYS`), and the
+    dataset-record fields :data:`SAME_DATA_FIELDS` that both records have.
     """
     old_flat, new_flat = flatten(old_config), flatten(config)
     for key, default in NEW_KEY_DEFAULTS.items():
@@ -115,10 +123,12 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
     if (old_wd > 0) != (new_wd > 0):  # Adam <-> AdamW: another optimizer state
         diffs.append(f"train.weight_decay ({old_wd!r} -> {new_wd!r}: Adam and AdamW keep "
                      "different optimizer states)")
+    unrolled = any(float(f["diffusion.unroll_prob"] or 0.0) > 0 for f in (old_flat, new_flat))
     for key in sorted(set(old_flat) & set(new_flat)):
         if key in RESUMABLE_CHANGES:
             continue
-        if any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS):
+        if (any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS)
+                or (unrolled and key in UNROLLED_SAMPLER_KEYS)):
             if not _same_value(old_flat[key], new_flat[key]):
                 diffs.append(f"{key} ({old_flat[key]!r} -> {new_flat[key]!r})")
     for field in SAME_DATA_FIELDS:

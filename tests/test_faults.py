@@ -205,6 +205,25 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     assert run_differences(old, {}, new, {}) == []
 
 
+def test_resume_of_an_unrolled_run_keeps_its_sampler():
+    """A step-unrolled run trains on one step of the config's sampler (its step count,
+    grid, algorithm and levers): resuming it with another one is refused by key; a run
+    without unrolling may change its sampler freely."""
+    from ddgjax.workdir import UNROLLED_SAMPLER_KEYS, run_differences
+    sample = {"num_steps": 64, "algorithm": 2, "grid": "power:3", "logit_scale": 0.9}
+    old = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample)}
+    new = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, num_samples=40)}
+    assert run_differences(old, {}, new, {}) == []
+    for key, value in (("num_steps", 32), ("grid", "uniform"), ("logit_scale", 1.0)):
+        changed = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, **{key: value})}
+        assert run_differences(old, {}, changed, {}) == [
+            f"sample.{key} ({sample[key]!r} -> {value!r})"]
+        assert f"sample.{key}" in UNROLLED_SAMPLER_KEYS
+        plain_old = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample)}
+        plain_new = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample, **{key: value})}
+        assert run_differences(plain_old, {}, plain_new, {}) == []
+
+
 def test_missing_config_file_is_one_line(tmp_path, capsys):
     code = train_cli.main(["ddgjax-train", "--config", str(tmp_path / "nope.py"),
                            f"--workdir={tmp_path / 'w'}"])
