@@ -34,38 +34,38 @@ def runs(tmp_path_factory):
     return good, guide
 
 
-def test_guided_output_is_good_plus_weight_times_difference(runs):
+def outputs(runs, levels, seed=0):
+    """``(good, bad, inputs, a, b)``: the two loaded runs, denoiser inputs for three graphs
+    at ``levels`` (beta_bar), and each run's output on them (float64)."""
     good = sampling.load_run(str(runs[0]), "latest")
     bad = sampling.load_run(str(runs[1]), "latest")
-    adj, mask = random_batch(0, [5, 9, 20], good.max_nodes)
-    t = np.array([3, 1, 7], np.int32)
-    bb = np.array([0.3, 0.05, 0.45], np.float32)
+    adj, mask = random_batch(seed, [5, 9, 20], good.max_nodes)
+    inputs = (adj, mask, np.array([3, 1, 7], np.int32), np.array(levels, np.float32))
+    a = np.asarray(good.model.apply(good.params, *inputs), np.float64)
+    b = np.asarray(bad.model.apply(bad.params, *inputs), np.float64)
+    return good, bad, inputs, a, b
+
+
+def test_guided_output_is_good_plus_weight_times_difference(runs):
+    good, bad, inputs, a, b = outputs(runs, [0.3, 0.05, 0.45])
     run = guided_run(good, bad, 0.75)
-    out = np.asarray(run.model.apply(run.params, adj, mask, t, bb), np.float64)
-    a = np.asarray(good.model.apply(good.params, adj, mask, t, bb), np.float64)
-    b = np.asarray(bad.model.apply(bad.params, adj, mask, t, bb), np.float64)
+    out = np.asarray(run.model.apply(run.params, *inputs), np.float64)
     assert out.shape == a.shape == (3, good.max_nodes, good.max_nodes)
     np.testing.assert_allclose(out, a + 0.75 * (a - b), rtol=1e-5, atol=1e-5)
     assert np.abs(a - b).max() > 1e-3  # the two models differ, so the check can fail
     # negative weights blend: -1/2 the mean of both (an ensemble), -1 the other model
     mean = guided_run(good, bad, -0.5)
-    np.testing.assert_allclose(np.asarray(mean.model.apply(mean.params, adj, mask, t, bb)),
+    np.testing.assert_allclose(np.asarray(mean.model.apply(mean.params, *inputs)),
                                (a + b) / 2, rtol=1e-5, atol=1e-5)
     other = guided_run(good, bad, -1.0)
-    np.testing.assert_allclose(np.asarray(other.model.apply(other.params, adj, mask, t, bb)),
+    np.testing.assert_allclose(np.asarray(other.model.apply(other.params, *inputs)),
                                b, rtol=1e-5, atol=1e-5)
 
 
 def test_guidance_interval_guides_only_graphs_at_or_above_the_level(runs):
-    good = sampling.load_run(str(runs[0]), "latest")
-    bad = sampling.load_run(str(runs[1]), "latest")
-    adj, mask = random_batch(1, [5, 9, 20], good.max_nodes)
-    t = np.array([3, 1, 7], np.int32)
-    bb = np.array([0.3, 0.05, 0.2], np.float32)
+    good, bad, inputs, a, b = outputs(runs, [0.3, 0.05, 0.2], seed=1)
     run = guided_run(good, bad, 1.5, above=0.2)
-    out = np.asarray(run.model.apply(run.params, adj, mask, t, bb), np.float64)
-    a = np.asarray(good.model.apply(good.params, adj, mask, t, bb), np.float64)
-    b = np.asarray(bad.model.apply(bad.params, adj, mask, t, bb), np.float64)
+    out = np.asarray(run.model.apply(run.params, *inputs), np.float64)
     want = a + 1.5 * np.array([1.0, 0.0, 1.0])[:, None, None] * (a - b)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     assert run.meta["guidance"]["above"] == 0.2

@@ -10,6 +10,9 @@
 #                           cat them | tar xz to resume elsewhere)
 #   cache_cold_warm MIN MAX the Ego-small warm/cold compile-cache pair (below)
 #   pack_results            $OUT/res as $OUT/results.tar.gz, and a listing
+#   fit_sets LIMIT NAME...  our SBM fit (benchmarks/sbm_failures.py, against the test split)
+#                           of each $OUT/res/samples/NAME_seed*.json set, side by side, into
+#                           $OUT/res/fail/NAME.{json,md,log}; stopped at LIMIT seconds
 #   step NAME MIN MAX CMD...  run CMD (output to $OUT/res/NAME.log) if MIN seconds are left
 #                           before $HARD (set by the driver), for at most MAX seconds; its
 #                           rc goes to $OUT/res/times.txt; with $FINAL set, $OUT/res is then
@@ -34,6 +37,21 @@ pack_sbm() { tar czf - -C $RUNS sbm_best | split -b 15m - "$OUT/sbm_ckpt.tar.gz.
 pack_results() {
   tar czf "$OUT/results.tar.gz" -C "$OUT" res && rm -rf "$OUT/res"
   echo "packed at $(elapsed) s"; ls -la "$OUT"
+}
+fit_sets() {
+  local limit=$1; shift
+  local name files fits=()
+  mkdir -p "$OUT/res/fail"
+  for name in "$@"; do
+    files=$(ls $OUT/res/samples/${name}_seed*.json 2>/dev/null)
+    if [ -n "$files" ]; then
+      python benchmarks/sbm_failures.py --reference spectre_sbm:test --generated $files \
+        --fit ddgjax --out $OUT/res/fail/$name > $OUT/res/fail/$name.log 2>&1 &
+      fits+=($!)
+    fi
+  done
+  [ ${#fits[@]} -gt 0 ] && stop_at "$limit" "${fits[@]}"
+  grep -H "^generated" $OUT/res/fail/*.log
 }
 left() { echo $(( HARD - $(elapsed) )); }
 step() {

@@ -28,15 +28,5 @@ python benchmarks/vun_eval.py --workdir $A $S --name r27_mean --guide $B \
 pids+=($!)
 stop_at $(( HARD - 60 )) "${pids[@]}"
 echo "sampled at $(elapsed) s" >> "$OUT/res/times.txt"
-fits=()
-for name in "${names[@]}"; do
-  files=$(ls $OUT/res/samples/${name}_seed*.json 2>/dev/null)
-  if [ -n "$files" ]; then
-    python benchmarks/sbm_failures.py --reference spectre_sbm:test --generated $files \
-      --fit ddgjax --out $OUT/res/fail/$name > $OUT/res/fail/$name.log 2>&1 &
-    fits+=($!)
-  fi
-done
-[ ${#fits[@]} -gt 0 ] && stop_at $(( HARD - 10 )) "${fits[@]}"
-grep -H "^generated" $OUT/res/fail/*.log
+fit_sets $(( HARD - 10 )) "${names[@]}"
 pack_results
