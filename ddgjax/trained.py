@@ -7,7 +7,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ddgjax.sampling import Run, configured_num_steps, generate, load_run
+from ddgjax.sampling import Run, SamplingError, configured_num_steps, generate, load_run
 
 
 class TrainedModel:
@@ -20,8 +20,9 @@ class TrainedModel:
       :class:`ddgjax.sampling.Run`.
     """
 
-    def __init__(self, run: Run, workdir: str, checkpoint: str):
+    def __init__(self, run: Run, workdir: str, checkpoint: str, guide=None):
         self.run, self.workdir, self.checkpoint = run, workdir, checkpoint
+        self.guide = guide  # (TrainedModel, weight, above) of guided_by, else None
 
     @property
     def config(self):
@@ -36,8 +37,30 @@ class TrainedModel:
         return self.run.max_nodes
 
     def __repr__(self) -> str:
+        guided = ("" if self.guide is None else
+                  f", guided_by={self.guide[0].workdir!r}, weight={self.guide[1]}")
         return (f"TrainedModel({self.workdir!r}, checkpoint={self.checkpoint!r}, "
-                f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')})")
+                f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')}{guided})")
+
+    def guided_by(self, weak: "TrainedModel", weight: float, above: float = 0.0
+                  ) -> "TrainedModel":
+        """This model sampled with autoguidance by ``weak`` (``ddgjax.guidance``): each
+        step uses ``good + weight (good - weak)`` for the denoiser's output, in the steps
+        at noise levels ``>= above`` (bit flips; 0: all). A weight in [-1, 0) blends the
+        two (-0.5: their mean). ``weak`` must be a run of the same noise process, data and
+        ``max_nodes`` (else ``SamplingError`` naming the field). The result samples only:
+        its ``complete`` and ``elbo`` raise ``SamplingError``."""
+        from ddgjax.guidance import guided_run
+
+        run = guided_run(self.run, weak.run, weight, guide_name=f"guide {weak.workdir}",
+                         above=above)
+        return TrainedModel(run, self.workdir, self.checkpoint,
+                            guide=(weak, float(weight), float(above)))
+
+    def _refuse_guided(self, what: str) -> None:
+        if self.guide is not None:
+            raise SamplingError(f"{what}: a model from guided_by() samples only; call it on "
+                                f"the unguided model ({self.workdir})")
 
     def sample(self, n: int, seed: int = 0, *, num_nodes=None, num_steps: int | None = None,
                batch_size: int | None = None, **sampler_options) -> list[nx.Graph]:
@@ -78,6 +101,7 @@ class TrainedModel:
         """
         from ddgjax.completion import complete
 
+        self._refuse_guided("complete")
         cfg = self.config.sample
         res = complete(self.run, [(adjacency, known)], num_samples, seed=seed,
                        batch_size=batch_size or cfg.batch_size,
@@ -93,6 +117,7 @@ class TrainedModel:
         (``ddgjax.likelihood.nll``; ``num_samples`` is the number of draws per level)."""
         from ddgjax.likelihood import nll
 
+        self._refuse_guided("elbo")
         return nll(self.run, graphs, num_draws=num_samples, seed=seed, batch_size=batch_size,
                    num_levels=num_levels, grid=grid, algorithm=algorithm)
 

@@ -172,3 +172,22 @@ def test_sample_command_with_a_guide(runs, tmp_path, capsys):
     code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", f"--guide={tmp_path}",
                             "--guidance=1", f"--out={tmp_path / 'y'}", "--quiet"])
     assert code == 1 and str(tmp_path) in capsys.readouterr().err
+
+
+def test_trained_model_guided_by_samples_like_the_guided_run(runs):
+    import ddgjax
+
+    good, weak = ddgjax.load(str(runs[0]), "latest"), ddgjax.load(str(runs[1]), "latest")
+    guided = good.guided_by(weak, 0.8, above=0.05)
+    assert "guided_by=" in repr(guided) and guided.guide[1] == 0.8
+    want = sampling.generate(guided_run(good.run, weak.run, 0.8, above=0.05), 5, seed=4,
+                             batch_size=5, num_steps=3)
+    got = guided.sample(5, seed=4, num_steps=3, batch_size=5)
+    assert [sorted(g.edges()) for g in got] == [sorted(g.edges()) for g in want["graphs"]]
+    assert good.guide is None  # the unguided model is unchanged
+    with pytest.raises(sampling.SamplingError, match="samples only"):
+        guided.elbo([got[0]])
+    with pytest.raises(sampling.SamplingError, match="samples only"):
+        guided.complete(np.zeros((4, 4)), np.ones((4, 4), bool))
+    with pytest.raises(sampling.SamplingError, match="--guidance"):
+        good.guided_by(weak, -2.0)
