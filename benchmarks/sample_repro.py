@@ -7,9 +7,10 @@ processes (and with other ``XLA_FLAGS``) and compare the digests.
 
 Writes the SHA-256 of every repetition's adjacency array, the graphs' mean edge count,
 the device and ``XLA_FLAGS``. Between repetitions the compiled sampler is dropped
-(``jax.clear_caches`` and ddgjax's own executable cache), so each one compiles again, as
-a new process would (apart from the persistent compilation cache, which this script
-leaves off).
+(``jax.clear_caches`` and ddgjax's own executable cache), so each one compiles again.
+That is not a new process: XLA's autotuning results likely outlive ``clear_caches``, so
+only separate processes show whether another compile rounds otherwise. The persistent
+compilation cache stays off here.
 """
 from __future__ import annotations
 

@@ -46,9 +46,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sbm_failures import describe, summarize  # noqa: E402
 
 from ddgjax.data import load_dataset  # noqa: E402
-from ddgjax.guidance import guided_run  # noqa: E402
+from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics.sbm_fit import sbm_partitions  # noqa: E402
-from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
+from ddgjax.sampling import (SamplingError, configured_num_steps, generate,  # noqa: E402
+                             load_run)
 
 
 def parse_arms(text: str) -> dict[str, dict]:
@@ -148,26 +149,9 @@ def main() -> None:
     guides = load_guides(args.guide, args.guide_checkpoint, args.ema, args.compute_dtype)
     result["guides"] = {name: {"workdir": w, "checkpoint": args.guide_checkpoint,
                                "epoch": g.meta.get("epoch")} for name, (w, g) in guides.items()}
-    for name, options in arms.items():
-        options = dict(options)
-        steps = int(options.pop("steps", 0)) or num_steps
-        arm_run = run
-        if options.pop("zero_estimate", False):
-            arm_run = run._replace(process=dataclasses.replace(run.process,
-                                                               self_condition=False))
-        guide_name, weight = options.pop("guide", None), options.pop("guidance", None)
-        above = float(options.pop("guidance_above", 0.0))
-        if (guide_name is None) != (weight is None):
-            sys.exit(f"sbm_grid_pilot.py: --arms {name}: give guide=NAME and guidance=W together")
-        if guide_name is not None:
-            if guide_name not in guides:
-                sys.exit(f"sbm_grid_pilot.py: --arms {name}: guide={guide_name!r} is not a "
-                         f"--guide NAME=WORKDIR (have: {sorted(guides)})")
-            arm_run = guided_run(arm_run, guides[guide_name][1], weight,
-                                 guide_name=f"--guide {guide_name}", above=above)
-            options.update(guide=guide_name, guidance=float(weight), guidance_above=above)
-        sampler_options = {k: v for k, v in options.items()
-                           if k not in ("guide", "guidance", "guidance_above")}
+    prepared = {name: prepare_arm(name, options, run, guides, num_steps)
+                for name, options in arms.items()}  # every arm checked before any samples
+    for name, (arm_run, steps, options, sampler_options, zero_estimate) in prepared.items():
         graphs, t0 = [], time.time()
         for seed in seeds:
             res = generate(arm_run, args.num, seed=seed, batch_size=args.num, num_steps=steps,
@@ -177,7 +161,7 @@ def main() -> None:
         rows, fit = fit_arm(graphs, args.fit) if args.fit != "none" else ([], "none")
         result["fit"] = fit
         result["arms"][name] = {"options": options, "num_steps": steps, "fit": fit,
-                                "zero_estimate": arm_run is not run,
+                                "zero_estimate": zero_estimate,
                                 "summary": summarize(rows) if rows else {},
                                 "sample_seconds": seconds,
                                 "graphs": rows,
@@ -188,6 +172,42 @@ def main() -> None:
     write(result, args.out)
 
 
+def prepare_arm(name: str, options: dict, run, guides: dict, num_steps):
+    """``(arm_run, steps, options, sampler_options, zero_estimate)`` of one ``--arms``
+    entry: ``steps`` (default ``num_steps``), ``zero_estimate`` (the self-conditioned run
+    in its unconditioned mode) and ``guide``/``guidance``/``guidance_above`` (a run of
+    ``guides``, ``{NAME: (workdir, Run)}``) applied to ``run``; ``options`` as recorded,
+    ``sampler_options`` what goes to the sampler. Exits with a line naming the arm for a
+    guide that is not given, a weight without a guide (or the reverse), a guide with
+    ``zero_estimate`` or a guide the run cannot take."""
+    options = dict(options)
+    steps = int(options.pop("steps", 0)) or num_steps
+    zero_estimate = bool(options.pop("zero_estimate", False))
+    guide_name, weight = options.pop("guide", None), options.pop("guidance", None)
+    above = float(options.pop("guidance_above", 0.0))
+    sampler_options = dict(options)
+    arm_run = run
+    if zero_estimate:
+        if guide_name is not None:
+            sys.exit(f"sbm_grid_pilot.py: --arms {name}: zero_estimate and a guide do not go "
+                     "together (the guide would keep its own self-conditioning)")
+        arm_run = run._replace(process=dataclasses.replace(run.process, self_condition=False))
+    if (guide_name is None) != (weight is None) or (guide_name is None and above):
+        sys.exit(f"sbm_grid_pilot.py: --arms {name}: give guide=NAME and guidance=W together "
+                 "(guidance_above only with them)")
+    if guide_name is not None:
+        if guide_name not in guides:
+            sys.exit(f"sbm_grid_pilot.py: --arms {name}: guide={guide_name!r} is not a "
+                     f"--guide NAME=WORKDIR (have: {sorted(guides)})")
+        try:
+            arm_run = guided_run(arm_run, guides[guide_name][1], weight,
+                                 guide_name=f"--guide {guide_name}", above=above)
+        except SamplingError as e:
+            sys.exit(f"sbm_grid_pilot.py: --arms {name}: {e}")
+        options.update(guide=guide_name, guidance=float(weight), guidance_above=above)
+    return arm_run, steps, options, sampler_options, zero_estimate
+
+
 def load_guides(specs, checkpoint, ema, compute_dtype) -> dict:
     """``{NAME: (workdir, Run)}`` from ``--guide NAME=WORKDIR`` entries."""
     guides = {}
@@ -195,8 +215,11 @@ def load_guides(specs, checkpoint, ema, compute_dtype) -> dict:
         name, sep, workdir = spec.partition("=")
         if not sep or not name or not workdir or name in guides:
             sys.exit(f"sbm_grid_pilot.py: --guide: expected distinct NAME=WORKDIR, got {spec!r}")
-        guides[name] = (workdir, load_run(workdir, checkpoint, use_ema=ema,
-                                          compute_dtype=compute_dtype))
+        try:
+            guides[name] = (workdir, load_guide(workdir, checkpoint, use_ema=ema,
+                                                compute_dtype=compute_dtype))
+        except SamplingError as e:
+            sys.exit(f"sbm_grid_pilot.py: --guide {name}: {e}")
     return guides
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
-from ddgjax.guidance import guided_run  # noqa: E402
+from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
 
@@ -67,16 +67,18 @@ def main() -> None:
                  "too, and score the files with benchmarks/check_samples.py")
     validity = None if args.validity == "none" else args.validity
 
+    if (args.guide is None) != (args.guidance is None):
+        ap.error("--guide and --guidance go together")
+    if args.guide is None and args.guidance_above:
+        ap.error("--guidance_above needs --guide and --guidance")
     run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
                    compute_dtype=args.compute_dtype, pallas=args.pallas or None)
     guide = None
-    if (args.guide is None) != (args.guidance is None):
-        ap.error("--guide and --guidance go together")
     if args.guide is not None:
         guide = {"guide": args.guide, "guide_checkpoint": args.guide_checkpoint,
                  "guidance": args.guidance, "guidance_above": args.guidance_above}
-        guide_run = load_run(args.guide, args.guide_checkpoint, use_ema=args.ema,
-                             compute_dtype=args.compute_dtype, pallas=args.pallas or None)
+        guide_run = load_guide(args.guide, args.guide_checkpoint, use_ema=args.ema,
+                               compute_dtype=args.compute_dtype, pallas=args.pallas or None)
         guide["guide_epoch"] = guide_run.meta.get("epoch")
         run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}",
                          above=args.guidance_above)

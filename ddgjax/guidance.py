@@ -31,7 +31,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ddgjax.sampling import Run, SamplingError
+from ddgjax.sampling import Run, SamplingError, load_run
 
 # process fields that fix what a denoiser's output means; the two runs must agree on them
 PROCESS_FIELDS = ("schedule_name", "num_timesteps", "continuous_time", "prior_density",
@@ -63,15 +63,17 @@ class AutoGuidedDenoiser:
 
 
 def guidance_weight(weight) -> float:
-    """``weight`` as a float; SamplingError naming ``--guidance`` unless finite and >= -1
-    (>= 0: guidance; [-1, 0): a blend of the two runs)."""
+    """``weight`` as a float; SamplingError naming it (``weight``, the CLI's
+    ``--guidance``) unless finite and >= -1 (>= 0: guidance; [-1, 0): a blend of the two
+    runs)."""
     try:
         w = float(weight)
     except (TypeError, ValueError):
-        raise SamplingError(f"--guidance: expected a number >= -1, got {weight!r}") from None
+        raise SamplingError(f"guidance weight (--guidance): expected a number >= -1, got "
+                            f"{weight!r}") from None
     if not (math.isfinite(w) and w >= -1.0):
-        raise SamplingError(f"--guidance: expected a finite weight >= -1 (>= 0 guides, "
-                            f"-1/2 averages the two runs), got {weight!r}")
+        raise SamplingError(f"guidance weight (--guidance): expected a finite number >= -1 "
+                            f"(>= 0 guides, -1/2 averages the two runs), got {weight!r}")
     return w
 
 
@@ -97,6 +99,15 @@ def check_compatible(run: Run, guide: Run, guide_name: str = "the guide") -> Non
                             f"{run.max_nodes}")
 
 
+def load_guide(workdir: str, checkpoint: str = "latest", **options) -> Run:
+    """``sampling.load_run`` of a guide, its errors prefixed with the flags that name it
+    (``--guide W (--guide_checkpoint C): ...``); ``options`` as ``load_run`` takes them."""
+    try:
+        return load_run(workdir, checkpoint, **options)
+    except SamplingError as e:
+        raise SamplingError(f"--guide {workdir} (--guide_checkpoint {checkpoint}): {e}") from e
+
+
 def guided_run(run: Run, guide: Run, weight: float, guide_name: str = "the guide",
                above: float = 0.0) -> Run:
     """``run`` sampled with autoguidance by ``guide`` at ``weight``, in the steps at noise
@@ -107,19 +118,19 @@ def guided_run(run: Run, guide: Run, weight: float, guide_name: str = "the guide
     :class:`AutoGuidedDenoiser` and ``meta["guidance"]`` recording the weight and the
     guide's checkpoint meta. Raises SamplingError (``check_compatible``,
     ``guidance_weight``, and for ``above`` outside [0, 1/2] or ``above > 0`` with a process
-    other than bit flips, naming ``--guidance_above``)."""
+    other than bit flips, naming ``above``, the CLI's ``--guidance_above``)."""
     w = guidance_weight(weight)
     check_compatible(run, guide, guide_name)
+    what = "guidance interval above (--guidance_above)"
     try:
         above = float(above)
     except (TypeError, ValueError):
-        raise SamplingError(f"--guidance_above: expected a noise level in [0, 1/2], got "
-                            f"{above!r}") from None
+        raise SamplingError(f"{what}: expected a noise level in [0, 1/2], got {above!r}") from None
     if not 0.0 <= above <= 0.5:
-        raise SamplingError(f"--guidance_above: expected a noise level in [0, 1/2], got {above}")
+        raise SamplingError(f"{what}: expected a noise level in [0, 1/2], got {above}")
     if above > 0.0 and run.process.name != "discrete":
-        raise SamplingError(f"--guidance_above: a bit-flip (discrete) process's beta_bar; this "
-                            f"run's process is {run.process.name!r}")
+        raise SamplingError(f"{what}: a level of the bit-flip (discrete) process's beta_bar; "
+                            f"this run's process is {run.process.name!r}")
     params = {"model": run.params, "guide": guide.params, "weight": jnp.float32(w),
               "above": jnp.float32(above)}
     meta = dict(run.meta, guidance={"weight": w, "above": above,

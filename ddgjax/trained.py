@@ -38,7 +38,8 @@ class TrainedModel:
 
     def __repr__(self) -> str:
         guided = ("" if self.guide is None else
-                  f", guided_by={self.guide[0].workdir!r}, weight={self.guide[1]}")
+                  f", guided_by={self.guide[0].workdir!r}, weight={self.guide[1]}, "
+                  f"above={self.guide[2]}")
         return (f"TrainedModel({self.workdir!r}, checkpoint={self.checkpoint!r}, "
                 f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')}{guided})")
 
@@ -52,6 +53,9 @@ class TrainedModel:
         its ``complete`` and ``elbo`` raise ``SamplingError``."""
         from ddgjax.guidance import guided_run
 
+        if not isinstance(weak, TrainedModel):
+            raise SamplingError(f"guided_by: expected the weak model as a TrainedModel "
+                                f"(ddgjax.load(workdir)), got {type(weak).__name__}")
         run = guided_run(self.run, weak.run, weight, guide_name=f"guide {weak.workdir}",
                          above=above)
         return TrainedModel(run, self.workdir, self.checkpoint,

@@ -222,6 +222,11 @@ def test_resume_of_an_unrolled_run_keeps_its_sampler():
         plain_old = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample)}
         plain_new = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample, **{key: value})}
         assert run_differences(plain_old, {}, plain_new, {}) == []
+    # unrolling switched on at a resume is refused as such, and the sampler keys with it
+    switched = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, num_steps=32)}
+    plain = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample)}
+    assert run_differences(plain, {}, switched, {}) == [
+        "diffusion.unroll_prob (0.0 -> 0.5)", "sample.num_steps (64 -> 32)"]
 
 
 def test_missing_config_file_is_one_line(tmp_path, capsys):

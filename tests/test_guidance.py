@@ -70,9 +70,12 @@ def test_guidance_interval_guides_only_graphs_at_or_above_the_level(runs):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     assert run.meta["guidance"]["above"] == 0.2
     plain = sampling.generate(good, 4, seed=5, batch_size=4, num_steps=4)["adj"]
-    some = sampling.generate(guided_run(good, bad, 3.0, above=0.1), 4, seed=5, batch_size=4,
+    # 4 steps start at beta_bar 0.5, 0.375, 0.25, 0.125: above 0.3 guides the first two
+    some = sampling.generate(guided_run(good, bad, 3.0, above=0.3), 4, seed=5, batch_size=4,
                              num_steps=4)["adj"]
-    assert (some != plain).any()
+    every = sampling.generate(guided_run(good, bad, 3.0), 4, seed=5, batch_size=4,
+                              num_steps=4)["adj"]
+    assert (some != plain).any() and (some != every).any()  # the sampler reads the interval
 
 
 def test_weight_zero_and_self_guidance_sample_the_run_alone(runs):
@@ -121,6 +124,8 @@ def test_guide_record_and_model_are_hashable(runs):
     ("above 0.7", "--guidance_above"),
     ("above -0.1", "--guidance_above"),
     ("above gaussian", "--guidance_above"),
+    ("process kind", "noise process is GaussianProcess"),
+    ("self_condition", "self_condition"),
 ])
 def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expected):
     good = sampling.load_run(str(runs[0]), "latest")
@@ -136,6 +141,10 @@ def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expec
         cfg = bad.config.copy_and_resolve_references()
         cfg.data.source = "planar_60"
         bad = bad._replace(config=cfg)
+    elif change == "process kind":
+        bad = bad._replace(process=gaussian.GaussianProcess())
+    elif change == "self_condition":
+        bad = bad._replace(process=dataclasses.replace(bad.process, self_condition=True))
     elif change.startswith("above"):
         above = {"above 0.7": 0.7, "above -0.1": -0.1, "above gaussian": 0.1}[change]
         if change == "above gaussian":
@@ -168,10 +177,19 @@ def test_sample_command_with_a_guide(runs, tmp_path, capsys):
         assert code == 1
         assert expected in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
-    # a guide directory that holds no run is refused, naming it
+    # a guide directory that holds no run is refused, naming the flag
     code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", f"--guide={tmp_path}",
                             "--guidance=1", f"--out={tmp_path / 'y'}", "--quiet"])
-    assert code == 1 and str(tmp_path) in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 1 and f"--guide {tmp_path} (--guide_checkpoint latest)" in err
+    # --guidance_above alone, and any guide flag with --complete, are refused by name
+    for args, expected in ((["--guidance_above=0.1"], "--guidance_above: needs --guide"),
+                           ([f"--guide={guide}", "--guidance=1", "--complete=ego_small:test",
+                             "--hide=0.3"], "graph completion (--complete) does not take it")):
+        code = sample_cli.main(["ddgjax-sample", f"--workdir={good}", *args,
+                                f"--out={tmp_path / 'z'}", "--quiet"])
+        assert code == 1
+        assert expected in capsys.readouterr().err
 
 
 def test_trained_model_guided_by_samples_like_the_guided_run(runs):
@@ -191,3 +209,5 @@ def test_trained_model_guided_by_samples_like_the_guided_run(runs):
         guided.complete(np.zeros((4, 4)), np.ones((4, 4), bool))
     with pytest.raises(sampling.SamplingError, match="--guidance"):
         good.guided_by(weak, -2.0)
+    with pytest.raises(sampling.SamplingError, match="expected the weak model as a TrainedModel"):
+        good.guided_by(str(runs[1]), 0.5)

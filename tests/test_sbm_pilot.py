@@ -112,3 +112,46 @@ def test_partial_reverse_levels_and_an_oracle_chain_returns_the_graph():
                                         start, grid, SamplerLevers(logit_scale=0.9))
         assert steps == len(pr.levels_from(start, grid)) - 1
         np.testing.assert_array_equal(out, np.asarray(batch.adj))
+
+
+def fake_run(source="spectre_sbm", self_condition=False):
+    """A ``sampling.Run`` with just what ``prepare_arm`` and ``guided_run`` read."""
+    import dataclasses as dc
+
+    from ml_collections import ConfigDict
+
+    from ddgjax.processes import BitFlipProcess
+    from ddgjax.sampling import Run
+
+    process = dc.replace(BitFlipProcess(), self_condition=self_condition)
+    return Run(ConfigDict({"data": {"source": source}}), "model", process, {}, 187, None,
+               {"epoch": 1})
+
+
+def test_prepare_arm_records_guides_and_the_zero_estimate_apart():
+    run, guides = fake_run(), {"weak": ("W", fake_run())}
+    arm_run, steps, options, sampler_options, zero = sbm_grid_pilot.prepare_arm(
+        "g", {"guide": "weak", "guidance": 1.0, "guidance_above": 0.1, "logit_scale": 0.9},
+        run, guides, 64)
+    assert not zero and steps == 64 and arm_run.params["weight"] == 1.0
+    assert options == {"logit_scale": 0.9, "guide": "weak", "guidance": 1.0,
+                       "guidance_above": 0.1}
+    assert sampler_options == {"logit_scale": 0.9}
+    sc = fake_run(self_condition=True)
+    arm_run, steps, options, sampler_options, zero = sbm_grid_pilot.prepare_arm(
+        "z", {"zero_estimate": True, "steps": 32}, sc, guides, 64)
+    assert zero and steps == 32 and not arm_run.process.self_condition and options == {}
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"guide": "weak"}, "together"),
+    ({"guidance": 1.0}, "together"),
+    ({"guidance_above": 0.1}, "together"),
+    ({"guide": "nope", "guidance": 1.0}, "is not a --guide"),
+    ({"guide": "weak", "guidance": 1.0, "zero_estimate": True}, "do not go together"),
+    ({"guide": "other", "guidance": 1.0}, "data.source"),
+])
+def test_prepare_arm_refuses_bad_arms_by_name(options, expected):
+    guides = {"weak": ("W", fake_run()), "other": ("O", fake_run(source="planar_60"))}
+    with pytest.raises(SystemExit, match=expected):
+        sbm_grid_pilot.prepare_arm("bad", options, fake_run(), guides, 64)

@@ -4,7 +4,8 @@
 #     configs/best.py:spectre_sbm otherwise (benchmarks/calls/round14_sbm_variants.sh, time-bound:
 #     EPOCHS=6000 so that $HARD_SECONDS binds, then 5 x 40 graphs at 64 steps from best_val);
 #   GPU 3: (a) the uniform and mid:2 sampling grids on round 20's h64 checkpoint at 5 x 40
-#     with the test split's node counts (benchmarks/calls/sbm_h64_arms.sh TEST=1; carry the
+#     (node counts from the training split, scored against the test split;
+#     benchmarks/calls/sbm_h64_arms.sh TEST=1; carry the
 #     tarball $CKPT), then (b) the Planar-60 paper config trained in bfloat16 with fused
 #     blocks on one GPU, timed, checkpoints every 500 epochs, and 3 seeds x 1024 graphs
 #     sampled from it (graphs only; MMDs on a CPU) for the quality check against float32.

@@ -6,7 +6,7 @@
 # best_val epoch 1750). 64 steps.
 # 1. Pilot on training node counts (the decision; no test graph read):
 #    benchmarks/sbm_grid_pilot.py, 2 seeds x 40 graphs per arm, our fit.
-# 2. The test protocol (5 x 40 with the test split's node counts) for the recipe's sampler
+# 2. The test protocol (5 x 40, node counts drawn from the training split) for the recipe's sampler
 #    and two Algorithm 3 arms, graphs only; our fit on them by sbm_failures.py.
 # $OUT/derand.tar.gz.
 # Usage: bash benchmarks/calls/round26_derandomised.sh OUT

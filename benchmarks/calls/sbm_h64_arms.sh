@@ -7,8 +7,9 @@
 # the card: $NUM node counts drawn from the training graphs (44-187 nodes), seeds $SEEDS,
 # $STEPS steps (an arm's steps=K overrides), no fit (the CPU fits them afterwards:
 # python benchmarks/sbm_grid_pilot.py --refit OUT/NAME.json --fit ddgjax --out NAME_fit).
-# With TEST=1 each arm is instead sampled 5 seeds x 40 graphs with the test split's node
-# counts (benchmarks/vun_eval.py: graphs only; score them with check_samples.py).
+# With TEST=1 each arm is instead sampled 5 seeds x 40 graphs, node counts drawn from the
+# training split, as for the results tables (benchmarks/vun_eval.py: graphs only; score
+# them against the test split with check_samples.py).
 # Everything comes back as $OUT/arms.tar.gz (one file: a call returns at most 8).
 # Usage: CKPT=.devdata/ckpt_h64.tar.gz ARMS="unif:grid=uniform,logit_scale=0.9;..." \
 #          bash benchmarks/calls/sbm_h64_arms.sh OUT      (carry the tarball's folder)

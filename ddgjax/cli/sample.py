@@ -66,7 +66,9 @@ def define_flags(fv) -> None:
                         "workdir, trained on the same data with the same noise process; "
                         "needs --guidance.", flag_values=fv)
     flags.DEFINE_enum("guide_checkpoint", "latest", ["best", "latest", "best_val"],
-                      "The guide's checkpoint (EMA as --ema).", flag_values=fv)
+                      "The guide's checkpoint. --ema, --compute_dtype and --pallas apply to "
+                      "the guide too (without --ema it follows its own "
+                      "config.sample.use_ema).", flag_values=fv)
     flags.DEFINE_float("guidance", None, "With --guide: the weight w in "
                        "good + w (good - guide): 0 the run alone, > 0 guidance, -0.5 the mean "
                        "of both runs (w >= -1).", flag_values=fv)
@@ -148,10 +150,10 @@ def run_sampling(fv) -> None:
                    pallas=fv.pallas)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if guided:
-        from ddgjax.guidance import guided_run
+        from ddgjax.guidance import guided_run, load_guide
 
-        guide = load_run(fv.guide, fv.guide_checkpoint, use_ema=fv.ema,
-                         compute_dtype=fv.compute_dtype, pallas=fv.pallas)
+        guide = load_guide(fv.guide, fv.guide_checkpoint, use_ema=fv.ema,
+                           compute_dtype=fv.compute_dtype, pallas=fv.pallas)
         run = guided_run(run, guide, fv.guidance, guide_name=f"--guide {fv.guide}",
                          above=fv.guidance_above)
         record.update(guide=fv.guide, guide_checkpoint=fv.guide_checkpoint,
@@ -187,12 +189,16 @@ def run_sampling(fv) -> None:
 
 def guidance_requested(fv) -> bool:
     """Whether --guide is given; ValueError naming the flag when --guide and --guidance
-    come apart (checked before any checkpoint loads)."""
+    come apart, or --guidance_above comes without --guide (checked before any checkpoint
+    loads)."""
     if fv.guide is None and fv.guidance is not None:
         raise ValueError("--guidance: needs --guide WORKDIR (the weaker run that guides)")
+    if fv.guide is None and fv.guidance_above:
+        raise ValueError("--guidance_above: needs --guide WORKDIR and --guidance W")
     if fv.guide is not None and fv.guidance is None:
         raise ValueError(f"--guide {fv.guide}: give the weight too, e.g. --guidance 0.5")
     return fv.guide is not None
+
 
 
 def completion_requests(fv) -> tuple[list, callable]:
@@ -236,9 +242,9 @@ def run_completion(fv) -> None:
     options = sampler_options(fv)
     if os.path.isdir(workdir):
         check_output_dir(out_dir)
-    if fv.guide is not None or fv.guidance is not None:
-        raise ValueError("--guide/--guidance: autoguidance samples new graphs; graph "
-                         "completion (--complete) does not take it")
+    if fv.guide is not None or fv.guidance is not None or fv.guidance_above:
+        raise ValueError("--guide/--guidance/--guidance_above: autoguidance samples new "
+                         "graphs; graph completion (--complete) does not take it")
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
