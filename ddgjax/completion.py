@@ -112,7 +112,7 @@ def _as_adjacency(graph) -> np.ndarray:
         if set(graph.nodes) != set(range(n)):
             raise ValueError("graph: expected nodes 0..n-1 (relabel with "
                              "networkx.convert_node_labels_to_integers)")
-        return nx.to_numpy_array(graph, nodelist=range(n), dtype=np.uint8)
+        return nx.to_numpy_array(graph, nodelist=range(n), dtype=np.uint8, weight=None)
     return np.asarray(graph).astype(np.uint8)
 
 

@@ -104,6 +104,7 @@ def validate_config(config) -> None:
         (0 <= t.ema_decay < 1, "train.ema_decay", "in [0, 1)"),
         (t.get("weight_decay", 0.0) >= 0, "train.weight_decay", ">= 0 (0: Adam)"),
         (t.checkpoint_every_epochs >= 1, "train.checkpoint_every_epochs", ">= 1"),
+        (t.get("log_every_epochs", 1) >= 1, "train.log_every_epochs", ">= 1"),
         (config.diffusion.num_timesteps >= 1, "diffusion.num_timesteps", "a positive integer"),
         (config.data.max_nodes >= 0, "data.max_nodes", ">= 0 (0: automatic)"),
     ]

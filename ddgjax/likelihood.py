@@ -136,7 +136,7 @@ def nll(run: Run, graphs, *, num_draws: int = 8, seed: int = 0, batch_size: int 
         cnt = np.zeros(bs, np.int32)
         for j, g in enumerate(part):
             n = g.number_of_nodes()
-            adj[j, :n, :n] = nx.to_numpy_array(g, nodelist=range(n), dtype=np.float32)
+            adj[j, :n, :n] = nx.to_numpy_array(g, nodelist=range(n), dtype=np.float32, weight=None)
             cnt[j] = n
         d, p = fn(run.params, graph_keys(seed, lo, bs), jnp.asarray(adj),
                   jnp.asarray(node_mask_from_counts(cnt, N)))

@@ -181,6 +181,25 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
     return out
 
 
+def checked_node_counts(node_counts, num_samples: int, max_nodes: int) -> np.ndarray:
+    """``node_counts`` as ``int32[num_samples]``; SamplingError naming ``node_counts``
+    unless it holds ``num_samples`` whole numbers in ``1..max_nodes``."""
+    counts = np.asarray(node_counts)
+    if counts.shape != (num_samples,):
+        raise SamplingError(f"node_counts: expected one count per graph, shape ({num_samples},), "
+                            f"got shape {counts.shape}")
+    if counts.size and not (np.issubdtype(counts.dtype, np.integer)
+                            or (np.issubdtype(counts.dtype, np.floating)
+                                and np.all(counts == np.round(counts)))):
+        raise SamplingError(f"node_counts: expected whole numbers, got {counts[:5].tolist()}...")
+    counts = counts.astype(np.int64)
+    if counts.size and (counts.min() < 1 or counts.max() > max_nodes):
+        bad = counts[(counts < 1) | (counts > max_nodes)]
+        raise SamplingError(f"node_counts: expected 1..{max_nodes} nodes per graph (this model "
+                            f"was trained with max_nodes={max_nodes}), got {bad[:5].tolist()}")
+    return counts.astype(np.int32)
+
+
 def configured_num_steps(config, num_steps: int | None = 0) -> int | None:
     """The sampling steps a command uses: ``num_steps`` when positive, else the run's
     ``config.sample.num_steps``; None when both are 0 or unset (the process's default:
@@ -230,10 +249,7 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
         raise SamplingError(str(e)) from e
     if node_counts is None:
         node_counts = sample_node_counts(run.node_counts, num_samples, seed)
-    node_counts = np.asarray(node_counts, dtype=np.int32)
-    if node_counts.max(initial=0) > run.max_nodes:
-        raise SamplingError(f"requested {node_counts.max()} nodes; this model was trained with "
-                            f"max_nodes={run.max_nodes}")
+    node_counts = checked_node_counts(node_counts, num_samples, run.max_nodes)
     mesh = make_mesh(devices)
     n_dev = mesh.devices.size
     bounds = sampling_buckets(run) if buckets in (None, True) else ()

@@ -510,6 +510,9 @@ class _Run:
             moved = set_aside_previous_run(workdir) if self.is_main else None
             if moved:
                 print(f"restart: moved the previous run in {workdir} to {moved}", file=sys.stderr)
+            if jax.process_count() > 1:  # no process may restore before the move is done
+                from jax.experimental import multihost_utils
+                multihost_utils.sync_global_devices(f"ddgjax restart {workdir}")
         elif checkpoints.available(workdir):
             check_same_run(workdir, config, setup.dataset)
         self.restore()

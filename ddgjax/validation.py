@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import math
+import sys
 import time
 from typing import Any, Sequence
 
@@ -184,8 +185,30 @@ class Validator:
         self.use_ema = bool(config.sample.get("use_ema", False)) and config.train.ema_decay > 0
         self.best = None
         if checkpoints.latest_step(workdir, "best_val") is not None:
+            self.best = self._recorded_best(workdir)
+
+    def _recorded_best(self, workdir: str):
+        """The selection key of the ``best_val`` checkpoint, or None (with a warning) when
+        it was chosen by another ``validation.metric`` or cannot be read (an unreadable
+        one is set aside like an unreadable ``latest``): the next validation then
+        starts the comparison again."""
+        main = jax.process_index() == 0
+        try:
             best_meta = checkpoints.restore_meta(workdir, "best_val")
-            self.best = tuple(best_meta["validation_key"])
+        except checkpoints.UnreadableCheckpointError as e:
+            if main:
+                moved = checkpoints.set_aside(workdir, "best_val")
+                print(f"warning: {e}; moved it to {moved}; best_val is chosen again from the "
+                      "next validation on", file=sys.stderr)
+            return None
+        recorded = best_meta.get("validation_metric")
+        if recorded is not None and recorded != self.metric:
+            if main:
+                print(f"warning: {workdir}: checkpoints/best_val was chosen by "
+                      f"validation.metric={recorded!r}, this run validates by {self.metric!r}: "
+                      "the next validation replaces it", file=sys.stderr)
+            return None
+        return tuple(best_meta["validation_key"])
 
     @classmethod
     def from_config(cls, config, ds, model, process, max_nodes, workdir):
@@ -193,6 +216,12 @@ class Validator:
         v = config.get("validation")
         if v is None or int(v.every_epochs) == 0:
             return None
+        try:  # the sampler validation will build, checked before any epoch is trained
+            process.sampler(validation_num_steps(config))
+        except ValueError as e:
+            raise ValueError(f"config.validation (it samples with config.validation.num_steps, "
+                             f"else config.sample.num_steps, and the config.sample levers): "
+                             f"{e}") from e
         reference, name = validation_reference(ds, int(v.num_reference))
         return cls(config, reference, name, model, process, max_nodes,
                    node_count_distribution(ds.train), workdir)
@@ -222,7 +251,8 @@ class Validator:
                   "params": "ema" if self.use_ema else "raw"}
         if self.best is None or key < self.best:
             self.best = key
-            meta = {**pending.meta, "validation": scores, "validation_key": list(key)}
+            meta = {**pending.meta, "validation": scores, "validation_key": list(key),
+                    "validation_metric": self.metric}
             if save is None:
                 checkpoints.save(self.workdir, "best_val", pending.step, pending.state, meta)
             else:

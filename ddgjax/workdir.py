@@ -27,7 +27,7 @@ DATASET_FILE = "dataset.json"
 # What a training run writes into its workdir (moved aside as a whole on a restart).
 RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tensorboard", "samples")
 # Config sections (or single keys) a resumed run must share with the run it resumes.
-SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size")
+SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size", "train.seed")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
 # (the parameters and the process stay the same): a resume may change them.
 RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",

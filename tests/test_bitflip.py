@@ -1,6 +1,7 @@
 """The bit-flip process (ddgjax.processes.bitflip): forward noise, posterior, reverse
 model, losses and samplers, checked against float64 NumPy brute force and against
 what a perfect denoiser must give (docs/method.md)."""
+import dataclasses
 import itertools
 
 import chex
@@ -472,9 +473,15 @@ def test_sampling_grid_levels():
     assert t[0] == T and t[-1] == 0
     np.testing.assert_allclose(bitflip.sampling_grid(s, 6, "mid:1")[1],
                                bitflip.sampling_grid(s, 6, "uniform")[1], atol=1e-12)
-    for bad in ("cosine", "power:0", "power:x", "trained:2", "mid:0", "mid"):
+    for bad in ("cosine", "power:0", "power:x", "trained:2", "mid:0", "mid", "power:inf"):
         with pytest.raises(ValueError, match="unknown sampling grid"):
             bitflip.parse_grid(bad)
+    # levels that float32 cannot hold apart (a step from 0 to 0 would empty Algorithm 1's
+    # graphs) are refused by grid and step count; just above the limit is fine
+    for grid, steps in (("power:13", 1024), ("power:16", 256)):
+        with pytest.raises(ValueError, match=f"sampling grid '{grid}' with {steps} steps"):
+            bitflip.sampling_grid(s, steps, grid)
+    assert bitflip.sampling_grid(s, 4096, "power:10")[1][-2] > 0
 
 
 def test_off_grid_sampling_needs_continuous_time():
@@ -743,8 +750,35 @@ def test_logit_scale_is_a_scaled_denoiser():
         np.testing.assert_array_equal(scaled, by_hand)
     with pytest.raises(ValueError, match="logit_scale"):
         BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=0.0)
-    info = BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=2.0, renoise_mix=0.25).info
+    info = BitFlipProcess(num_timesteps=T).sampler(4, algorithm=1, logit_scale=2.0,
+                                                   renoise_mix=0.25).info
     assert info["logit_scale"] == 2.0 and info["renoise_mix"] == 0.25
+
+
+def test_algorithm1_levers_without_an_algorithm1_step_are_refused():
+    """renoise_mix and target_guidance act only in Algorithm 1 steps: a sampler (or a
+    completion) with none refuses them by name instead of ignoring them."""
+    proc = BitFlipProcess(num_timesteps=T)
+    for lever in ("renoise_mix", "target_guidance"):
+        for algorithm in (2, 3):
+            with pytest.raises(ValueError, match=f"{lever} acts in Algorithm 1 steps"):
+                proc.sampler(4, algorithm=algorithm, **{lever: 0.5})
+        proc.sampler(4, algorithm=1, **{lever: 0.5})           # Algorithm 1: fine
+        proc.sampler(4, algorithm=2, alg1_below=0.3, **{lever: 0.5})   # a hybrid with some
+        with pytest.raises(ValueError, match=f"{lever} acts in Algorithm 1 steps"):
+            proc.sampler(4, algorithm=2, alg1_below=0.01, **{lever: 0.5})  # below every step
+    from ddgjax.processes import inpainting
+    adj, mask = batch(0, [5, 7])
+    sampler = dataclasses.replace(proc.sampler(4, algorithm=1, renoise_mix=0.5), algorithm=2)
+    with pytest.raises(ValueError, match="renoise_mix acts in Algorithm 1 steps"):
+        inpainting.complete_graphs(lambda a, *_: jnp.zeros_like(a), jax.random.key(0), adj,
+                                   jnp.zeros_like(adj, dtype=bool), mask, sampler)
+
+
+def test_unrolled_training_refuses_hybrid_samplers():
+    with pytest.raises(ValueError, match="unroll_prob: the unrolled step takes the sampler's "
+                                         "one algorithm"):
+        BitFlipProcess(num_timesteps=T, continuous_time=True, unroll_prob=0.5, alg1_below=0.1)
 
 
 def test_logit_scale_above_scales_only_the_noisier_steps():
@@ -868,7 +902,12 @@ def test_target_guidance_in_reverse_step_and_its_checks():
         BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2)
     with pytest.raises(ValueError, match="target_guidance"):
         bitflip.SamplerLevers(target_guidance=-0.1)
-    BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2, alg1_below=0.1)
+    # 4 steps start at beta_bar 0.5 ... 0.125: alg1_below 0.2 gives the last one Algorithm 1,
+    # 0.1 none (refused when the sampler is built, not only when it samples)
+    BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2, alg1_below=0.2)
+    with pytest.raises(ValueError, match="target_guidance acts in Algorithm 1 steps"):
+        BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2,
+                                                alg1_below=0.1)
 
 
 @pytest.mark.parametrize("rho", [0.5, RHO])

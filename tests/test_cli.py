@@ -207,6 +207,21 @@ def test_train_cli_on_two_hosts(tmp_path):
                if "loss" in r] for d in (wd, tmp_path / "one")]
     assert len(losses[0]) == 2
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    # --restart on two hosts: process 0 moves the old run aside and no process restores
+    # it (they wait for the move): both start again at epoch 0
+    procs = [subprocess.Popen([sys.executable, "train.py", "--config=configs/test.py",
+                               f"--workdir={wd}", f"--coordinator=127.0.0.1:{port}",
+                               "--num_processes=2", f"--process_id={i}", "--restart",
+                               "--config.train.num_epochs=1"], cwd=REPO, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+        assert "trained 1 epochs" in out and "resuming" not in err
+    assert len(list(wd.glob("replaced-*"))) == 1
+    records = (wd / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["epoch"] for r in records if '"loss"' in r] == [1]
 
 
 def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):

@@ -208,3 +208,16 @@ def test_cli_completes_graph_files(trained, tmp_path, capsys):
                             str(tmp_path / "g.json"), "--add_nodes", "9", "--out", str(out),
                             "--quiet"]) == 1
     assert "g.json: graph 0 plus 9 new nodes: adjacency:" in capsys.readouterr().err
+
+
+def test_weighted_networkx_graphs_keep_their_edges():
+    """Edge attributes such as ``weight`` are not read as the adjacency: a weighted path
+    keeps all its edges in completion's inputs."""
+    from ddgjax.completion import extend_graph, hide_pairs
+
+    g = nx.path_graph(4)
+    nx.set_edge_attributes(g, 0.25, "weight")
+    adj, known = extend_graph(g, 2)
+    assert adj[:4, :4].sum() == 6 and known[:4, :4].sum() == 12
+    adj, _ = hide_pairs(g, 0.0, seed=0)
+    assert adj.sum() == 6

@@ -210,3 +210,19 @@ def test_paper_configs_read_the_bundled_datasets_unless_ddgjax_data_is_set(monke
     assert paper.get_config("sbm_27,ppgn,simple").data.source == "sbm_27" in BUNDLED_NAMES
     monkeypatch.setattr(paper, "DATA_DIR", "/my/data")
     assert paper.get_config("sbm_27,ppgn,simple").data.source == "/my/data/sbm_27.json"
+
+
+@pytest.mark.parametrize("field, value", [("log_every_epochs", 0),
+                                          ("checkpoint_every_epochs", 0),
+                                          ("num_epochs", 0), ("batch_size", 0)])
+def test_validate_config_names_the_train_field(field, value):
+    """Values no training loop can use are refused by field before anything trains
+    (log_every_epochs = 0 used to stop a run with a division by zero after its first
+    chunk)."""
+    from configs import test as test_config
+    from ddgjax.configuration import ConfigError, validate_config
+
+    cfg = test_config.get_config()
+    cfg.train[field] = value
+    with pytest.raises(ConfigError, match=f"config.train.{field}: expected"):
+        validate_config(cfg)

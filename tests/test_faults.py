@@ -205,6 +205,16 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     assert run_differences(old, {}, new, {}) == []
 
 
+def test_resume_refuses_another_training_seed():
+    """The seed fixes the initial parameters and every batch and noise draw: a resume with
+    another one would splice two trajectories, so it is refused by name."""
+    from ddgjax.workdir import run_differences
+    old = {"train": {"batch_size": 4, "seed": 0}}
+    assert run_differences(old, {}, {"train": {"batch_size": 4, "seed": 0}}, {}) == []
+    assert run_differences(old, {}, {"train": {"batch_size": 4, "seed": 7}}, {}) == [
+        "train.seed (0 -> 7)"]
+
+
 def test_resume_of_an_unrolled_run_keeps_its_sampler():
     """A step-unrolled run trains on one step of the config's sampler (its step count,
     grid, algorithm and levers): resuming it with another one is refused by key; a run

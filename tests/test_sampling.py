@@ -191,3 +191,15 @@ def test_configured_num_steps_prefers_the_request_then_the_config():
     assert configured_num_steps(ml_collections.ConfigDict({"sample": {}}), 0) is None
     with pytest.raises(ValueError, match="num_steps: expected 0 .* got -3"):
         configured_num_steps(cfg, -3)
+
+
+def test_node_counts_are_checked_by_name(workdir):
+    run = sampling.load_run(str(workdir))
+    cases = [([5, 6], r"shape \(4,\)"), ([5, 6, 7, 8, 9], r"shape \(4,\)"),
+             ([5, 0, 6, 7], "1..20"), ([5, -3, 6, 7], "1..20"), ([5, 6, 7, 21], "trained with max_nodes=20"),
+             ([5.0, 7.9, 6.0, 7.0], "whole numbers")]
+    for counts, expected in cases:
+        with pytest.raises(sampling.SamplingError, match=expected):
+            sampling.generate(run, 4, seed=0, batch_size=4, node_counts=counts)
+    res = sampling.generate(run, 4, seed=0, batch_size=4, node_counts=[5.0, 6, 7, 8])
+    assert list(res["num_nodes"]) == [5, 6, 7, 8]

@@ -159,3 +159,39 @@ def test_background_scoring_selects_as_scoring_in_place(tmp_path, monkeypatch):
     order = [("val", r["epoch"]) if "validation" in r else ("loss", r["epoch"])
              for r in background if "validation" in r or "loss" in r]
     assert order.index(("val", 2)) > order.index(("loss", 3)), order
+
+
+def test_resume_with_another_metric_or_an_unreadable_best_val_starts_the_choice_again(
+        tmp_path, capsys):
+    """best_val records the metric that chose it: a resume that validates by another metric
+    does not compare keys of two metrics but replaces it at its next validation; an
+    unreadable best_val is set aside with a warning instead of stopping the resume."""
+    cfg = validated_config("mmd")
+    wd = str(tmp_path / "run")
+    training.train(cfg, wd, stop_after_epochs=2, verbose=False)
+    first = checkpoints.restore_meta(wd, "best_val")
+    assert first["validation_metric"] == "mmd" and first["epoch"] == 2
+    cfg = validated_config("valid")
+    cfg.train.num_epochs = 4
+    training.train(cfg, wd, verbose=False)
+    assert "chosen by validation.metric='mmd'" in capsys.readouterr().err
+    meta = checkpoints.restore_meta(wd, "best_val")
+    assert meta["validation_metric"] == "valid" and meta["epoch"] == 4
+    # an unreadable best_val: moved aside, the run goes on
+    step = checkpoints.latest_step(wd, "best_val")
+    meta_file = tmp_path / "run" / "checkpoints" / "best_val" / str(step) / "meta" / "metadata"
+    assert meta_file.is_file()
+    meta_file.write_text("{not json")
+    cfg.train.num_epochs = 6
+    training.train(cfg, wd, verbose=False)
+    assert "unreadable" in capsys.readouterr().err
+    assert list((tmp_path / "run" / "checkpoints").glob("unreadable-best_val-*"))
+    assert checkpoints.restore_meta(wd, "best_val")["epoch"] == 6
+
+
+def test_validation_sampler_settings_fail_before_training(tmp_path):
+    cfg = validated_config("valid")
+    cfg.validation.num_steps = 1000   # the test config trains 8 levels
+    with pytest.raises(ValueError, match="config.validation .*num_steps"):
+        training.train(cfg, str(tmp_path / "run"), verbose=False)
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()

@@ -216,7 +216,8 @@ def completion_requests(fv) -> tuple[list, callable]:
         raise ValueError("--complete: give exactly one of --known MASKS.json, --hide FRACTION "
                          f"or --add_nodes K (got {', '.join('--' + m for m in modes) or 'none'})")
     graphs, _, _ = load_graphs(fv.complete, "--complete")
-    adjs = [nx.to_numpy_array(g, nodelist=range(g.number_of_nodes()), dtype=np.uint8)
+    adjs = [nx.to_numpy_array(g, nodelist=range(g.number_of_nodes()), dtype=np.uint8,
+                              weight=None)
             for g in graphs]
     if fv.known is not None:
         masks = read_masks(fv.known, [len(a) for a in adjs])

@@ -369,7 +369,7 @@ def fit_sbm(g: nx.Graph, k_max: int = 8, seed: int = 0, patience: int = 2,
     n = g.number_of_nodes()
     if n == 0:
         return np.zeros(0, np.int64)
-    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64)
+    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64, weight=None)
     np.fill_diagonal(adj, 0.0)
     rng = np.random.default_rng(seed)
     deg = adj.sum(1)

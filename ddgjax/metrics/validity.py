@@ -52,7 +52,7 @@ def sbm_block_counts(g: nx.Graph, blocks: np.ndarray):
     ``blocks`` labels the nodes in ``g.nodes`` order; nodes labelled -1 (left out of
     the fit) count in no block, and neither do their edges.
     """
-    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64)
+    adj = nx.to_numpy_array(g, nodelist=list(g.nodes), dtype=np.float64, weight=None)
     np.fill_diagonal(adj, 0.0)
     blocks = np.asarray(blocks)
     keep = blocks >= 0

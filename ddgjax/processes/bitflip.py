@@ -18,6 +18,7 @@ logits of ``p_theta(a_0 = 1 | A_t)``; its ``noise_level`` input is ``bb_t``.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -602,9 +603,10 @@ def parse_grid(grid: str) -> tuple[str, float]:
             gamma = float(arg)
         except ValueError:
             gamma = -1.0
-        if gamma > 0:
+        if gamma > 0 and math.isfinite(gamma):
             return kind, gamma
-    raise ValueError(f"unknown sampling grid {grid!r}; expected one of {GRIDS} (GAMMA > 0)")
+    raise ValueError(f"unknown sampling grid {grid!r}; expected one of {GRIDS} (GAMMA > 0, "
+                     "finite)")
 
 
 def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
@@ -637,6 +639,14 @@ def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
         bb = 0.25 * (1.0 - np.sign(w) * np.abs(w) ** gamma)   # (1 - alpha) / 2
     else:
         bb = 0.5 * u ** gamma
+    # the samplers compute in float32: every level but the last must stay a positive
+    # normal float32 and the levels must stay distinct there (else a step runs from 0 to 0)
+    bb32 = bb.astype(np.float32)
+    if not (np.all(bb32[:-1] >= np.finfo(np.float32).tiny) and np.all(np.diff(bb32) < 0)):
+        small = float(bb[-2])
+        raise ValueError(f"sampling grid {grid!r} with {K} steps: its smallest nonzero level "
+                         f"{small:.3g} (or two neighbouring levels) cannot be told apart in "
+                         "float32; use fewer steps or a smaller GAMMA")
     t_index = np.where(bb > 0, np.clip(np.round(2.0 * T * bb), 1, T), 0).astype(np.int32)
     return t_index, bb
 
@@ -675,6 +685,19 @@ def step_algorithms(beta_bar_from: np.ndarray, algorithm: int, alg1_below: float
         else:
             out.append(int(algorithm))
     return out
+
+
+def check_algorithm1_levers(algs, levers: SamplerLevers) -> None:
+    """ValueError naming the lever when ``target_guidance`` or ``renoise_mix`` is on but no
+    step of the plan ``algs`` (``step_algorithms``) is an Algorithm 1 step, the only
+    steps that read them (they would be silently ignored)."""
+    if 1 in algs:
+        return
+    for name in ("target_guidance", "renoise_mix"):
+        if getattr(levers, name) > 0.0:
+            raise ValueError(f"{name} acts in Algorithm 1 steps and this sampler has none "
+                             f"(use algorithm=1, or alg1_below > 0 with algorithm 2; or "
+                             f"--option {name}=0)")
 
 
 def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
@@ -741,9 +764,7 @@ def sample_graphs(denoise_fn: DenoiseFn, key: jax.Array, node_mask: jax.Array,
     # Algorithm 3: each pair's decode level, fixed for the whole chain
     times = (draw(DECODE_TIME_STREAM, decode_times, node_mask),) if algorithm == 3 else ()
     algs = step_algorithms(bb[:-1], algorithm, levers.alg1_below, levers.alg2_below)
-    if levers.target_guidance > 0.0 and 1 not in algs:
-        raise ValueError("target_guidance acts in Algorithm 1 steps and this sampler has none "
-                         "(algorithm=1, or alg1_below > 0 with algorithm 2)")
+    check_algorithm1_levers(algs, levers)
 
     def step(k, carry, t, b_now, b_prev, alg, argmax=False):
         """``(adj, estimate) -> (adj at the next level, estimate for the next call)``;
@@ -960,6 +981,10 @@ class BitFlipProcess(NoiseProcess):
             if self.self_condition:
                 raise ValueError("config.diffusion.unroll_prob: not with self-conditioning "
                                  "(config.model.ppgn.self_condition)")
+            if self.alg1_below > 0 or self.alg2_below > 0:
+                raise ValueError("config.diffusion.unroll_prob: the unrolled step takes the "
+                                 "sampler's one algorithm (config.sample.algorithm), not a "
+                                 "hybrid: set config.sample.alg1_below and alg2_below to 0")
             self.unroll_spec  # noqa: B018 - validates the probability and the step count
 
     @property
@@ -1010,11 +1035,10 @@ class BitFlipProcess(NoiseProcess):
         grid = str(opt("grid") or self.grid)
         self._check_grid(grid)
         num_steps = int(num_steps or self.num_timesteps)
-        sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
+        _, bb = sampling_grid(self.schedule, num_steps, grid)  # validates num_steps
         levers = SamplerLevers(**{name: opt(name) for name in LEVERS})
-        if levers.target_guidance > 0 and algorithm == 2 and not levers.alg1_below > 0:
-            raise ValueError("target_guidance acts in Algorithm 1 steps: set algorithm=1 (or "
-                             "alg1_below > 0)")
+        check_algorithm1_levers(step_algorithms(bb[:-1], int(algorithm), levers.alg1_below,
+                                                levers.alg2_below), levers)
         return BitFlipSampler(self, num_steps, int(algorithm), bool(return_chain), grid,
                               bool(opt("argmax_last")), bool(opt("final_pass")), levers)
 

@@ -29,6 +29,7 @@ import numpy as np
 from ddgjax.processes.base import DenoiseFn
 from ddgjax.processes.bitflip import (BitFlipProcess, BitFlipSampler, denoised_draw, sample_prior,
                                       q_sample, reverse_step, sampling_grid, step_algorithms,
+                                      check_algorithm1_levers,
                                       symmetric_upper_bernoulli)
 
 UP = 0  # a move kind: forward noising; 1 and 2 are reverse steps of Algorithm 1 and 2
@@ -96,6 +97,7 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
     K = len(t_lv) - 1
     algs = step_algorithms(bb[:-1], sampler.algorithm, sampler.levers.alg1_below,
                            sampler.levers.alg2_below)
+    check_algorithm1_levers(algs, sampler.levers)
     moves = repaint_moves(K, resample_jump, resample_rounds)
     kinds = [algs[a] if b == a + 1 else UP for a, b in moves]
     frm = np.array([a for a, _ in moves])
