@@ -181,16 +181,22 @@ def test_train_cli_on_two_hosts(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     wd = tmp_path / "mh"
-    procs = [subprocess.Popen([sys.executable, "train.py", "--config=configs/test.py",
-                               f"--workdir={wd}", "--quiet", f"--coordinator=127.0.0.1:{port}",
-                               "--num_processes=2", f"--process_id={i}",
-                               "--config.train.num_epochs=2"], cwd=REPO, env=ENV,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
-        assert "trained 2 epochs" in out
+    def two_hosts(*args):
+        """Both processes' ``(out, err)`` of train.py on ``wd`` with ``args``; each must
+        exit 0."""
+        procs = [subprocess.Popen([sys.executable, "train.py", "--config=configs/test.py",
+                                   f"--workdir={wd}", f"--coordinator=127.0.0.1:{port}",
+                                   "--num_processes=2", f"--process_id={i}", *args],
+                                  cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for i in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (_, err) in zip(procs, outs):
+            assert p.returncode == 0, err[-3000:]
+        return outs
+
+    outs = two_hosts("--quiet", "--config.train.num_epochs=2")
+    assert all("trained 2 epochs" in out for out, _ in outs)
     # both hosts report the same loss: one model, gradients summed across them
     assert outs[0][0].split("best training loss")[1] == outs[1][0].split("best training loss")[1]
     assert (wd / "checkpoints" / "latest").is_dir()
@@ -209,15 +215,7 @@ def test_train_cli_on_two_hosts(tmp_path):
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
     # --restart on two hosts: process 0 moves the old run aside and no process restores
     # it (they wait for the move): both start again at epoch 0
-    procs = [subprocess.Popen([sys.executable, "train.py", "--config=configs/test.py",
-                               f"--workdir={wd}", f"--coordinator=127.0.0.1:{port}",
-                               "--num_processes=2", f"--process_id={i}", "--restart",
-                               "--config.train.num_epochs=1"], cwd=REPO, env=ENV,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
+    for out, err in two_hosts("--restart", "--config.train.num_epochs=1"):
         assert "trained 1 epochs" in out and "resuming" not in err
     assert len(list(wd.glob("replaced-*"))) == 1
     records = (wd / "metrics.jsonl").read_text().splitlines()

@@ -34,6 +34,14 @@ def runs(tmp_path_factory):
     return good, guide
 
 
+def draws(run, *weighted, num=6, seed=2):
+    """``[B, N, N]`` samples (4 steps) of ``run`` alone, then of ``run`` guided by each
+    ``(guide, weight)`` of ``weighted``."""
+    runs = [run] + [guided_run(run, guide, w) for guide, w in weighted]
+    return [sampling.generate(r, num, seed=seed, batch_size=num, num_steps=4)["adj"]
+            for r in runs]
+
+
 def outputs(runs, levels, seed=0):
     """``(good, bad, inputs, a, b)``: the two loaded runs, denoiser inputs for three graphs
     at ``levels`` (beta_bar), and each run's output on them (float64)."""
@@ -81,15 +89,9 @@ def test_guidance_interval_guides_only_graphs_at_or_above_the_level(runs):
 def test_weight_zero_and_self_guidance_sample_the_run_alone(runs):
     good = sampling.load_run(str(runs[0]), "latest")
     bad = sampling.load_run(str(runs[1]), "latest")
-    plain = sampling.generate(good, 6, seed=2, batch_size=6, num_steps=4)["adj"]
-    zero = sampling.generate(guided_run(good, bad, 0.0), 6, seed=2, batch_size=6,
-                             num_steps=4)["adj"]
-    itself = sampling.generate(guided_run(good, good, 2.0), 6, seed=2, batch_size=6,
-                               num_steps=4)["adj"]
+    plain, zero, itself, strong = draws(good, (bad, 0.0), (good, 2.0), (bad, 4.0))
     np.testing.assert_array_equal(zero, plain)
     np.testing.assert_array_equal(itself, plain)
-    strong = sampling.generate(guided_run(good, bad, 4.0), 6, seed=2, batch_size=6,
-                               num_steps=4)["adj"]
     assert (strong != plain).any()
 
 
@@ -228,10 +230,6 @@ def test_other_processes_and_self_conditioning_take_guidance(kind, tmp_path):
         training.train(cfg, str(tmp_path / name), verbose=False)
     good = sampling.load_run(str(tmp_path / "good"), "latest")
     weak = sampling.load_run(str(tmp_path / "weak"), "latest")
-    plain = sampling.generate(good, 4, seed=1, batch_size=4, num_steps=4)["adj"]
-    zero = sampling.generate(guided_run(good, weak, 0.0), 4, seed=1, batch_size=4,
-                             num_steps=4)["adj"]
-    strong = sampling.generate(guided_run(good, weak, 4.0), 4, seed=1, batch_size=4,
-                               num_steps=4)["adj"]
+    plain, zero, strong = draws(good, (weak, 0.0), (weak, 4.0), num=4, seed=1)
     np.testing.assert_array_equal(zero, plain)
     assert (strong != plain).any()
