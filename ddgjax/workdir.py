@@ -31,7 +31,10 @@ SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size", "train.seed")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
 # (the parameters and the process stay the same): a resume may change them.
 RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",
-                     "model.compute_dtype")
+                     "model.compute_dtype", "diffusion.gaussian.eta",
+                     "diffusion.gaussian.clip_x0", "data.allow_pickle")
+# The per-model config sections: only the one config.model.name picks is the run's model.
+MODEL_SECTIONS = ("ppgn", "edp", "gt")
 # Keys added after runs were recorded, with the value an older run had: filled in where a
 # config lacks them, so that resuming an old run with the new option on is refused.
 NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features": 0,
@@ -107,7 +110,8 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: dict) -> list[str]:
     """What makes a new run differ from the recorded one, as ``"key (old -> new)"`` texts.
 
-    Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have
+    Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have, apart
+    from :data:`RESUMABLE_CHANGES` and the sections of models the run does not use
     (a key one of them lacks is not compared: configs gain keys over time, except those of
     :data:`NEW_KEY_DEFAULTS`, read as their old value), whether ``train.weight_decay`` is
     on in both or neither, for a step-unrolled run (``diffusion.unroll_prob > 0``) the
@@ -124,8 +128,10 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
         diffs.append(f"train.weight_decay ({old_wd!r} -> {new_wd!r}: Adam and AdamW keep "
                      "different optimizer states)")
     unrolled = any(float(f["diffusion.unroll_prob"] or 0.0) > 0 for f in (old_flat, new_flat))
+    names = {old_flat.get("model.name"), new_flat.get("model.name")}
+    unused = tuple(f"model.{m}." for m in MODEL_SECTIONS if m not in names)
     for key in sorted(set(old_flat) & set(new_flat)):
-        if key in RESUMABLE_CHANGES:
+        if key in RESUMABLE_CHANGES or key.startswith(unused):
             continue
         if (any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS)
                 or (unrolled and key in UNROLLED_SAMPLER_KEYS)):

@@ -188,10 +188,12 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     new["model"]["ppgn"]["film"] = True
     assert run_differences(old, {}, new, {}) == ["model.ppgn.film (False -> True)"]
     new["model"]["ppgn"]["film"] = False
-    new["model"]["gt"] = {"num_layers": 4, "walk_features": 16}
-    assert run_differences(old, {}, new, {}) == ["model.gt.walk_features (0 -> 16)"]
-    new["model"]["gt"]["walk_features"] = 0
-    assert run_differences(old, {}, new, {}) == []
+    gt_old = {"model": {"name": "gt", "gt": {"num_layers": 4}}, "train": {"batch_size": 4}}
+    gt_new = {"model": {"name": "gt", "gt": {"num_layers": 4, "walk_features": 16}},
+              "train": {"batch_size": 4}}
+    assert run_differences(gt_old, {}, gt_new, {}) == ["model.gt.walk_features (0 -> 16)"]
+    gt_new["model"]["gt"]["walk_features"] = 0
+    assert run_differences(gt_old, {}, gt_new, {}) == []
     new["model"]["ppgn"]["norm"] = "layer"
     assert run_differences(old, {}, new, {}) == ["model.ppgn.norm ('instance' -> 'layer')"]
     new["model"]["ppgn"]["norm"] = "instance"
@@ -203,6 +205,29 @@ def test_resume_refuses_new_options_an_old_run_did_not_have():
     assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]
     old["train"]["weight_decay"] = 0.05
     assert run_differences(old, {}, new, {}) == []
+
+
+def test_resume_ignores_what_the_run_does_not_use():
+    """The sections of models the run does not use, the Gaussian sampler's eta / clip_x0
+    and data.allow_pickle may change on a resume; the run's own model section may not."""
+    from ddgjax.workdir import run_differences
+    old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}, "edp": {"hidden": 8},
+                     "gt": {"num_layers": 4}},
+           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 1.0, "clip_x0": True,
+                                                          "schedule": "cosine"}},
+           "data": {"allow_pickle": False}}
+    new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}, "edp": {"hidden": 4},
+                     "gt": {"num_layers": 2}},
+           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 0.0, "clip_x0": False,
+                                                          "schedule": "cosine"}},
+           "data": {"allow_pickle": True}}
+    assert run_differences(old, {}, new, {}) == []
+    new["model"]["ppgn"]["hidden"] = 16
+    new["diffusion"]["gaussian"]["schedule"] = "linear"
+    assert run_differences(old, {}, new, {}) == [
+        "diffusion.gaussian.schedule ('cosine' -> 'linear')", "model.ppgn.hidden (8 -> 16)"]
+    new["model"]["name"] = "edp"   # another model: its own section now counts
+    assert "model.name ('ppgn' -> 'edp')" in run_differences(old, {}, new, {})
 
 
 def test_resume_refuses_another_training_seed():
