@@ -282,8 +282,10 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
 
 
 def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
-    """``(state, start_epoch, best_loss)``: the workdir's newest readable checkpoint
-    (``latest``, else ``best``) or a fresh state.
+    """``(state, start_epoch, best_loss, open_window)``: the workdir's newest readable
+    checkpoint (``latest``, else ``best``) or a fresh state; ``open_window`` holds the
+    epoch losses since the last checkpoint boundary when the run stopped between two
+    (its ``latest`` meta's ``open_window``; else empty).
 
     An unreadable ``latest`` is moved aside (``checkpoints.set_aside``) with a
     warning when ``best`` can be read. Raises TrainingError if the workdir holds a
@@ -308,12 +310,14 @@ def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
                 print(f"warning: {error}; moved it to {moved}; resuming from the '{kind}' "
                       f"checkpoint (epoch {meta['epoch']})", file=sys.stderr)
         restored = jax.tree_util.tree_map(jnp.asarray, restored)
-        return restored, int(meta["epoch"]), float(meta.get("best_loss", float("inf")))
+        window = [float(x) for x in meta.get("open_window", [])] if kind == "latest" else []
+        return (restored, int(meta["epoch"]), float(meta.get("best_loss", float("inf"))),
+                window)
     if unreadable:
         raise TrainingError("; ".join(str(e) for _, e in unreadable) + "; no readable checkpoint "
                             "is left to resume from: pass --restart to start over (the old run "
                             "is moved aside)")
-    return state, 0, float("inf")
+    return state, 0, float("inf"), []
 
 
 def check_finite(losses: np.ndarray, first_epoch: int, workdir: str) -> None:
@@ -523,13 +527,12 @@ class _Run:
                   "checkpoints/best_val", file=sys.stderr)
         self.log = None
         self.writer: checkpoints.CheckpointWriter | None = None
-        self.window: list[float] = []
         self.pending_validation = None   # a validation whose scoring runs in the background
 
     def restore(self) -> None:
         """Set ``state``, ``start_epoch``, ``best_loss`` from the workdir (or fresh)."""
         s = self.setup
-        self.state, self.start_epoch, self.best_loss = restore_or_init(
+        self.state, self.start_epoch, self.best_loss, self.window = restore_or_init(
             self.workdir, s.model, s.tx, jax.random.fold_in(self.root, 0), s.max_nodes)
         # (after the restore: it reads the best validation score so far from best_val)
         self.validator = Validator.from_config(self.config, s.ds, s.model, s.process,
@@ -577,12 +580,19 @@ class _Run:
                                 "epochs_per_s": n_ep / dt})
         return float(epoch_losses[-1])
 
-    def selection_meta(self, epoch: int, step: int) -> dict:
-        """The checkpoint meta of a boundary; model selection by the mean training loss over
-        the epochs since the last checkpoint. Empties the window."""
+    def selection_meta(self, epoch: int, step: int, boundary: bool = True) -> dict:
+        """The checkpoint meta at ``epoch``; model selection by the mean training loss over
+        the epochs since the last checkpoint boundary. At a boundary (a multiple of
+        ``checkpoint_every_epochs``, or the last epoch) it empties the window; at a stop
+        between two (``boundary=False``) it keeps the window and records it as
+        ``open_window``, so that the resumed run's next boundary selects over the same
+        epochs as a run that did not stop, and the stop is no candidate for ``best``."""
         sel = float(np.mean(self.window))
-        self.window = []
-        return {"epoch": epoch, "step": step, "loss": sel, "best_loss": min(self.best_loss, sel)}
+        meta = {"epoch": epoch, "step": step, "loss": sel}
+        if boundary:
+            self.window = []
+            return {**meta, "best_loss": min(self.best_loss, sel)}
+        return {**meta, "best_loss": self.best_loss, "open_window": list(self.window)}
 
     def validate(self, state, epoch: int, step: int, meta: dict, bar: Progress) -> None:
         """Model selection by samples at a checkpoint boundary (``state``: the host train
@@ -611,9 +621,9 @@ class _Run:
             f"{k} {v:.4g}" for k, v in scores.items() if isinstance(v, float)))
 
     def save(self, state, step: int, meta: dict) -> None:
-        """``best`` when the loss improved, then ``latest``; both are written in the
-        background (``writer``)."""
-        if meta["loss"] < self.best_loss:
+        """``best`` when the loss improved (at a boundary: ``selection_meta``), then
+        ``latest``; both are written in the background (``writer``)."""
+        if "open_window" not in meta and meta["loss"] < self.best_loss:
             self.best_loss = meta["loss"]
             self.writer.save("best", step, state, meta)
         self.writer.save("latest", step, state, meta)
@@ -804,7 +814,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
             states = [jax.tree_util.tree_map(lambda x, r=r: x[r], host) if stacked else host
                       for r in range(len(runs))]
             step = int(states[0].step)
-            metas = [run.selection_meta(last, step) for run in runs]
+            boundary = last % ckpt_every == 0 or last == num_epochs
+            metas = [run.selection_meta(last, step, boundary) for run in runs]
             t1 = time.time()
             for run, st, meta in zip(runs, states, metas):
                 run.validate(st, last, step, meta, bar)

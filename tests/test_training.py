@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from configs import test as test_config
-from ddgjax import input_pipeline, training
+from ddgjax import checkpoints, input_pipeline, training
 from ddgjax.data import generate_graphs
 from ddgjax.graphs import graphs_to_batch
 from ddgjax.models import model_from_config
@@ -119,6 +119,25 @@ def test_resume_equals_straight_run(tmp_path):
     losses_a = [r for r in map(json.loads, open(tmp_path / "a" / "metrics.jsonl")) if "loss" in r]
     losses_b = [r for r in map(json.loads, open(tmp_path / "b" / "metrics.jsonl")) if "loss" in r]
     assert [r["loss"] for r in losses_a] == [r["loss"] for r in losses_b]
+
+
+def test_stop_between_boundaries_keeps_the_best_of_a_straight_run(tmp_path):
+    """A stop between two checkpoint boundaries saves ``latest`` with its open selection
+    window and no ``best``; the resumed run's next boundary selects over the same epochs,
+    so ``best`` is the straight run's (it used to select over the epochs after the stop
+    only, and differed for this seed)."""
+    cfg = test_config.get_config()
+    cfg.train.num_epochs = 6
+    cfg.train.checkpoint_every_epochs = 3
+    training.train(cfg, str(tmp_path / "a"), verbose=False)
+    training.train(cfg, str(tmp_path / "b"), stop_after_epochs=2, verbose=False)
+    stop = checkpoints.restore_meta(str(tmp_path / "b"), "latest")
+    assert stop["epoch"] == 2 and len(stop["open_window"]) == 2
+    assert checkpoints.latest_step(str(tmp_path / "b"), "best") is None
+    training.train(cfg, str(tmp_path / "b"), verbose=False)
+    best_a, best_b = (checkpoints.restore_meta(str(tmp_path / d), "best") for d in "ab")
+    assert (best_b["epoch"], best_b["loss"]) == (best_a["epoch"], best_a["loss"])
+    assert "open_window" not in checkpoints.restore_meta(str(tmp_path / "b"), "latest")
 
 
 def test_nan_loss_stops_and_keeps_checkpoint(tmp_path):
