@@ -102,7 +102,8 @@ def test_weights_share_one_compile(runs):
                               num_steps=3)
     again = sampling.generate(guided_run(good, bad, 1.7), 4, seed=0, batch_size=4,
                               num_steps=3)
-    assert again["compile_seconds"] == 0.0 and first["compile_seconds"] >= 0.0
+    assert again["compile_seconds"] == 0.0  # the second weight reuses the executable
+    assert len(first["adj"]) == len(again["adj"]) == 4
 
 
 def test_guide_record_and_model_are_hashable(runs):
