@@ -17,6 +17,9 @@ residuals (``pair_mlps_backward``: the same GEMMs as autodiff of the XLA path, t
 block-diagonal second layer included, without recomputing the forward). On CPU the
 kernels run in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the tests);
 see ``pallas_launch``.
+
+On Hopper GPUs the forward without hidden layers (sampling) runs ``pair_mlp_mgpu``
+instead, a persistent wgmma kernel (``pallas_launch.pair_mlp_backend``).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from ddgjax.models import pallas_launch
+from ddgjax.models import pair_mlp_mgpu, pallas_launch
 
 NEGATIVE_SLOPE = 0.01
 TILE_ROWS = (128, 64, 32, 16)
@@ -88,9 +91,13 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=
             o_ref[:, rows] = m.T.astype(o_ref.dtype)                 # [H, TM]
 
 
-def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False):
+def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
+                    backend: str = "triton"):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
+    if backend == "mosaic" and not with_hidden and pair_mlp_mgpu.supported(m_rows, c, hidden):
+        return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale,
+                                       interpret=jax.default_backend() == "cpu")
     tm = tile_rows(m_rows)
     sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
     rows = tm * sub                                                  # rows per program
@@ -122,8 +129,9 @@ def hidden_reference(x, w0, b0):
     return h.reshape(x.shape[0], -1)
 
 
-def _make_forward(with_hidden: bool):
-    """The kernel call, batched under ``vmap`` by merging the examples' rows."""
+def _make_forward(with_hidden: bool, backend: str = "triton"):
+    """The kernel call, batched under ``vmap`` by merging the examples' rows; ``backend``
+    picks the forward's kernel where no hidden layers are written."""
 
     def reference(x, w0, b0, w1, b1, scale):
         out = pair_mlps_reference(x, w0, b0, w1, b1, scale)
@@ -131,7 +139,7 @@ def _make_forward(with_hidden: bool):
 
     @jax.custom_batching.custom_vmap
     def forward(x, w0, b0, w1, b1, scale):
-        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden)
+        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
@@ -156,7 +164,6 @@ def _make_forward(with_hidden: bool):
     return forward
 
 
-_forward = _make_forward(with_hidden=False)
 _forward_with_hidden = _make_forward(with_hidden=True)
 
 
@@ -199,10 +206,11 @@ def pair_mlps_backward(x, w0, w1, b1, scale, hidden, g0, g1):
             dw1.astype(w1.dtype), db1.astype(b1.dtype), dscale.astype(scale.dtype))
 
 
-@jax.custom_vjp
 def pair_mlps(x, w0, b0, w1, b1, scale):
-    """``pair_mlps_reference`` through the fused kernel (shapes as there)."""
-    return _forward(x, w0, b0, w1, b1, scale)
+    """``pair_mlps_reference`` through the fused kernels (shapes as there). The forward's
+    kernel is ``pallas_launch.pair_mlp_backend()``, read when the program is traced; the
+    gradient's forward always runs the Triton kernel, which writes the hidden layers."""
+    return _PAIR_MLPS[pallas_launch.pair_mlp_backend()](x, w0, b0, w1, b1, scale)
 
 
 def _fwd(x, w0, b0, w1, b1, scale):
@@ -216,4 +224,17 @@ def _bwd(res, g):
     return (out[0], out[1], out[2].astype(b0.dtype)) + out[3:]
 
 
-pair_mlps.defvjp(_fwd, _bwd)
+def _make_pair_mlps(backend: str):
+    """One differentiable function per forward kernel (JAX caches what it traces of a
+    ``custom_vjp`` by function, so the backend must not change under one function)."""
+    forward = _make_forward(with_hidden=False, backend=backend)
+
+    @jax.custom_vjp
+    def pair_mlps_with(x, w0, b0, w1, b1, scale):
+        return forward(x, w0, b0, w1, b1, scale)
+
+    pair_mlps_with.defvjp(_fwd, _bwd)
+    return pair_mlps_with
+
+
+_PAIR_MLPS = {backend: _make_pair_mlps(backend) for backend in ("triton", "mosaic")}

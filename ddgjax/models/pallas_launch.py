@@ -21,6 +21,27 @@ def available() -> bool:
                                 and os.environ.get("DDGJAX_PALLAS_INTERPRET", "") == "1")
 
 
+def pair_mlp_backend() -> str:
+    """Which kernel runs the pair MLPs' forward (no hidden layers written): ``"mosaic"``
+    (``pair_mlp_mgpu``, Hopper's wgmma; the default on GPUs of compute capability 9.0 or
+    newer) or ``"triton"`` (``pair_mlp_kernel``; the default elsewhere, and the only one
+    that writes the hidden layers for training). ``DDGJAX_PAIR_MLP_BACKEND=triton|mosaic``
+    overrides the choice; on CPU ``mosaic`` runs the Mosaic GPU interpreter (tests)."""
+    want = os.environ.get("DDGJAX_PAIR_MLP_BACKEND", "").strip().lower()
+    if want not in ("", "triton", "mosaic"):
+        raise ValueError(f"DDGJAX_PAIR_MLP_BACKEND: expected 'triton' or 'mosaic', got {want!r}")
+    if want:
+        return want
+    if jax.default_backend() != "gpu":
+        return "triton"
+    capability = getattr(jax.devices()[0], "compute_capability", "") or ""
+    try:
+        major = int(str(capability).split(".")[0])
+    except ValueError:
+        return "triton"
+    return "mosaic" if major >= 9 else "triton"
+
+
 def call_options(env_prefix: str) -> dict:
     """Keyword arguments for ``pl.pallas_call`` on the default backend."""
     if jax.default_backend() == "cpu":

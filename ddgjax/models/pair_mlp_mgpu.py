@@ -1,0 +1,173 @@
+"""The PPGN block's two pair MLPs as a persistent Mosaic GPU kernel (Hopper ``wgmma``).
+
+Computes what ``pair_mlp_kernel.pair_mlps_reference`` computes,
+
+    m_j = leaky_relu(x @ w0[j] + b0[j]) @ w1[j] + b1[j]          j = 0, 1
+    m_0 = m_0 * scale
+
+written channels first (two ``[H, M]`` arrays), in bfloat16. Why another kernel: the
+Triton kernel (``pair_mlp_kernel``) loads all four weight matrices (128 KB) for each
+128-row tile (32 KB of input), one tile per program, and runs at ~1.7 TB/s where a copy
+runs at 2.8 (docs/benchmarks.md). Here each CTA loads the weights into shared memory
+once and then streams its share of the row tiles through a double-buffered TMA pipeline;
+the matrix products run on Hopper's asynchronous warpgroup MMA.
+
+Everything is computed transposed, so the result comes out channels first without a
+transpose: ``h^T = w0[j]^T x^T`` (the ``x`` tile is read through a transposed view of its
+shared-memory buffer), ``m_j^T = w1[j]^T h^T`` (``h^T`` staged in shared memory), both
+with ``M = H`` rows and the tile's rows as columns.
+
+GPU only (Hopper or newer). On CPU it runs in Pallas' Mosaic GPU interpreter when asked
+(``interpret=True``, the tests); the interpreter has no transposed MMA operands, so
+there the ``x`` tile is transposed into a scratch buffer first: the only place the two
+paths differ.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+NEGATIVE_SLOPE = 0.01
+TILE_ROWS = 64          # rows (entries) per tile: the MMAs' N; SMEM holds 128 KB of weights
+
+
+def _transforms(cols: int, dtype=jnp.bfloat16):
+    """Tiling and swizzle of a shared-memory buffer whose minor axis has ``cols`` entries."""
+    swizzle = plgpu.find_swizzle(cols * jnp.dtype(dtype).itemsize * 8)
+    return (plgpu.TilingTransform((8, swizzle // jnp.dtype(dtype).itemsize)),
+            plgpu.SwizzleTransform(swizzle))
+
+
+def cta_count(tiles: int, max_ctas: int) -> int:
+    """The largest CTA count <= ``max_ctas`` that divides ``tiles`` (equal shares)."""
+    return max(d for d in range(1, min(tiles, max_ctas) + 1) if tiles % d == 0)
+
+
+def supported(m: int, c: int, h: int) -> bool:
+    """Shapes the kernel takes: whole tiles, 128 channels in and out (the weights fill
+    128 KB of shared memory), and enough tiles to give most SMs an equal share."""
+    if c != 128 or h != 128 or m % TILE_ROWS:
+        return False
+    tiles = m // TILE_ROWS
+    sms = _sm_count()
+    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+
+
+def _sm_count() -> int:
+    dev = jax.devices()[0]
+    return int(getattr(dev, "core_count", 0) or 132)
+
+
+def _vector(ref, layout, interpret: bool):
+    return ref[...] if interpret else plgpu.load(ref, (), layout=layout)
+
+
+def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
+              max_ctas: int | None = None, interpret: bool = False):
+    """``pair_mlps_reference`` through the kernel.
+
+    Args:
+      x: ``[M, C]`` bf16; w0 ``[2, C, H]``; b0 ``[2, H]``; w1 ``[2, H, H]``; b1 ``[2, H]``;
+        scale ``[M]`` (any float dtypes; weights are cast to ``x``'s dtype, biases and
+        scale used in float32).
+    Returns: ``(m_0, m_1)``, each ``[H, M]`` in the dtype of ``x``.
+    """
+    m_rows, c = x.shape
+    h = w0.shape[-1]
+    dt = x.dtype
+    tm = TILE_ROWS
+    if m_rows % tm:
+        raise ValueError(f"pair_mlp_mgpu: {m_rows} rows are not a multiple of {tm}")
+    w0t = jnp.swapaxes(w0, 1, 2).astype(dt)                         # [2, H, C]
+    w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
+    tiles = m_rows // tm
+    ctas = cta_count(tiles, max_ctas or _sm_count())
+    per_cta = tiles // ctas
+    wgmma_layout = plgpu.Layout.WGMMA
+
+    def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
+             w0_s, w1_s, b0_s, b1_s, h_s, o_s, bars, *xt_s):
+        for k, (src, dst) in enumerate(((w0_g, w0_s), (w1_g, w1_s), (b0_g, b0_s), (b1_g, b1_s))):
+            plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
+        for k in range(4):
+            plgpu.barrier_wait(bars.at[k])
+        first_tile = lax.axis_index("cta") * per_cta
+
+        def step(index, x_s, s_s):
+            (i,) = index
+            cols = pl.ds((first_tile + i) * tm, tm)
+            if interpret:
+                xt_s[0][...] = x_s[...].T
+                x_t = xt_s[0]
+            else:
+                x_t = plgpu.transpose_ref(x_s, (1, 0))                # [C, TM]
+            s = _vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
+            for j, o_g in ((0, o0_g), (1, o1_g)):
+                def first_layer(acc):
+                    plgpu.wgmma(acc, w0_s.at[j], x_t)
+                    return acc[...]
+                ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
+                bias = _vector(b0_s.at[j], wgmma_layout.reduce(1), interpret)
+                ht = ht + lax.broadcast_in_dim(bias, (h, tm), [0])
+                ht = jnp.maximum(ht, NEGATIVE_SLOPE * ht)            # leaky ReLU
+                h_s[...] = ht.astype(dt)
+                plgpu.commit_smem()
+
+                def second_layer(acc):
+                    plgpu.wgmma(acc, w1_s.at[j], h_s)
+                    return acc[...]
+                mt = pl.run_scoped(second_layer, plgpu.ACC((h, tm), jnp.float32))
+                bias = _vector(b1_s.at[j], wgmma_layout.reduce(1), interpret)
+                mt = mt + lax.broadcast_in_dim(bias, (h, tm), [0])
+                if j == 0:
+                    mt = mt * lax.broadcast_in_dim(s, (h, tm), [1])
+                # o_s[j] is free once the previous step's copy of it has been read
+                plgpu.wait_smem_to_gmem(1, wait_read_only=True)
+                o_s[j] = mt.astype(dt)
+                plgpu.commit_smem()
+                plgpu.copy_smem_to_gmem(o_s.at[j], o_g.at[:, cols])
+
+        plgpu.emit_pipeline(
+            step, grid=(per_cta,),
+            in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
+                                      transforms=_transforms(c)),
+                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
+            max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
+        plgpu.wait_smem_to_gmem(0)
+
+    options = {}
+    scratch = [plgpu.SMEM((2, h, c), dt, transforms=_transforms(c)),
+               plgpu.SMEM((2, h, h), dt, transforms=_transforms(h)),
+               plgpu.SMEM((2, h), jnp.float32),
+               plgpu.SMEM((2, h), jnp.float32),
+               plgpu.SMEM((h, tm), dt, transforms=_transforms(tm)),
+               plgpu.SMEM((2, h, tm), dt, transforms=_transforms(tm)),
+               plgpu.Barrier(num_barriers=4)]
+    if interpret:
+        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
+        options["interpret"] = InterpretGPUParams()
+        scratch.append(plgpu.SMEM((c, tm), dt, transforms=_transforms(tm)))
+    kernel = plgpu.kernel(pair_mlps_wgmma_kernel, out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
+                          scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
+    out = kernel(x, w0t, b0.astype(jnp.float32), w1t, b1.astype(jnp.float32),
+                 scale.astype(jnp.float32))
+    return tuple(out)
+
+
+def random_inputs(m_rows: int, c: int = 128, h: int = 128, seed: int = 0,
+                  dtype=jnp.bfloat16):
+    """Random arguments of ``pair_mlps`` with the PPGN's init scales (for tests and
+    benchmarks): ``x`` standard normal, weights ``N(0, 1/fan_in)``, biases and scale small."""
+    ks = jax.random.split(jax.random.key(seed), 6)
+    x = jax.random.normal(ks[0], (m_rows, c), dtype)
+    w0 = (jax.random.normal(ks[1], (2, c, h)) / math.sqrt(c)).astype(dtype)
+    b0 = (0.1 * jax.random.normal(ks[2], (2, h))).astype(dtype)
+    w1 = (jax.random.normal(ks[3], (2, h, h)) / math.sqrt(h)).astype(dtype)
+    b1 = (0.1 * jax.random.normal(ks[4], (2, h))).astype(dtype)
+    scale = jax.random.uniform(ks[5], (m_rows,), minval=0.1, maxval=1.0).astype(dtype)
+    return x, w0, b0, w1, b1, scale
