@@ -20,7 +20,8 @@ Gradients (``jax.custom_vjp``): ``mix_with_stats_backward``, autodiff's formulas
 taken as ``y - b``, so in bfloat16 it carries ``y``'s rounding), without the forward's
 GEMMs again. Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged
 into one call. On CPU it runs in Pallas' interpret mode when
-``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``.
+``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``. On Hopper GPUs the
+forward runs ``mix_norm_mgpu`` instead (``pallas_launch.kernel_backend``).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from ddgjax.models import pallas_launch
+from ddgjax.models import mix_norm_mgpu, pallas_launch
 
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -92,9 +93,12 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nod
             s_ref[t, 2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
-def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq):
+def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton"):
     m_rows, c = x.shape
     hidden = wx.shape[-1]
+    if backend == "mosaic" and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden):
+        return mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq,
+                                            interpret=jax.default_backend() == "cpu")
     tm = tile_rows(m_rows, nodes_sq)
     tiles = m_rows // tm
     sub = pallas_launch.subtiles("DDGJAX_MIX", tiles)
@@ -146,10 +150,10 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
 
 
 @functools.lru_cache(maxsize=None)
-def _make(nodes_sq: int):
+def _make(nodes_sq: int, backend: str = "triton"):
     @jax.custom_batching.custom_vmap
     def forward(x, prod, wx, wp, b, row_mask):
-        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq)
+        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, prod, wx, wp, b, row_mask):
@@ -184,4 +188,4 @@ def _make(nodes_sq: int):
 
 def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     """``mix_with_stats_reference`` through the kernel (arguments and results as there)."""
-    return _make(nodes_sq)(x, prod, wx, wp, b, row_mask)
+    return _make(nodes_sq, pallas_launch.kernel_backend())(x, prod, wx, wp, b, row_mask)

@@ -19,7 +19,7 @@ kernels run in Pallas' interpret mode when ``DDGJAX_PALLAS_INTERPRET=1`` (the te
 see ``pallas_launch``.
 
 On Hopper GPUs the forward without hidden layers (sampling) runs ``pair_mlp_mgpu``
-instead, a persistent wgmma kernel (``pallas_launch.pair_mlp_backend``).
+instead, a persistent wgmma kernel (``pallas_launch.kernel_backend``).
 """
 from __future__ import annotations
 
@@ -96,8 +96,9 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     if backend == "mosaic" and not with_hidden and pair_mlp_mgpu.supported(m_rows, c, hidden):
-        return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale,
-                                       interpret=jax.default_backend() == "cpu")
+        return pair_mlp_mgpu.pair_mlps(
+            x, w0, b0, w1, b1, scale, interpret=jax.default_backend() == "cpu",
+            warp_specialized=os.environ.get("DDGJAX_MGPU_WARP_SPECIALIZED", "0") == "1")
     tm = tile_rows(m_rows)
     sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
     rows = tm * sub                                                  # rows per program
@@ -208,9 +209,9 @@ def pair_mlps_backward(x, w0, w1, b1, scale, hidden, g0, g1):
 
 def pair_mlps(x, w0, b0, w1, b1, scale):
     """``pair_mlps_reference`` through the fused kernels (shapes as there). The forward's
-    kernel is ``pallas_launch.pair_mlp_backend()``, read when the program is traced; the
+    kernel is ``pallas_launch.kernel_backend()``, read when the program is traced; the
     gradient's forward always runs the Triton kernel, which writes the hidden layers."""
-    return _PAIR_MLPS[pallas_launch.pair_mlp_backend()](x, w0, b0, w1, b1, scale)
+    return _PAIR_MLPS[pallas_launch.kernel_backend()](x, w0, b0, w1, b1, scale)
 
 
 def _fwd(x, w0, b0, w1, b1, scale):

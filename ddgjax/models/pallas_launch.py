@@ -21,15 +21,17 @@ def available() -> bool:
                                 and os.environ.get("DDGJAX_PALLAS_INTERPRET", "") == "1")
 
 
-def pair_mlp_backend() -> str:
-    """Which kernel runs the pair MLPs' forward (no hidden layers written): ``"mosaic"``
-    (``pair_mlp_mgpu``, Hopper's wgmma; the default on GPUs of compute capability 9.0 or
-    newer) or ``"triton"`` (``pair_mlp_kernel``; the default elsewhere, and the only one
-    that writes the hidden layers for training). ``DDGJAX_PAIR_MLP_BACKEND=triton|mosaic``
-    overrides the choice; on CPU ``mosaic`` runs the Mosaic GPU interpreter (tests)."""
-    want = os.environ.get("DDGJAX_PAIR_MLP_BACKEND", "").strip().lower()
+def kernel_backend() -> str:
+    """Which kernels the PPGN's ``pallas`` path runs: ``"mosaic"`` (``pair_mlp_mgpu`` and
+    ``mix_norm_mgpu``, persistent kernels on Hopper's wgmma; the default on GPUs of compute
+    capability 9.0 or newer) or ``"triton"`` (``pair_mlp_kernel``, ``mix_norm_kernel``; the
+    default elsewhere). The pair MLPs' gradient forward, which also writes the hidden
+    layers, is Triton's under either. ``DDGJAX_PALLAS_BACKEND=triton|mosaic`` overrides the
+    choice when a program is traced; on CPU ``mosaic`` runs the Mosaic GPU interpreter
+    (tests)."""
+    want = os.environ.get("DDGJAX_PALLAS_BACKEND", "").strip().lower()
     if want not in ("", "triton", "mosaic"):
-        raise ValueError(f"DDGJAX_PAIR_MLP_BACKEND: expected 'triton' or 'mosaic', got {want!r}")
+        raise ValueError(f"DDGJAX_PALLAS_BACKEND: expected 'triton' or 'mosaic', got {want!r}")
     if want:
         return want
     if jax.default_backend() != "gpu":

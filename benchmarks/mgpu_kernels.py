@@ -1,13 +1,14 @@
-"""Pair-MLP kernels side by side on one GPU: Triton (Pallas), Mosaic GPU (wgmma), XLA.
+"""The PPGN block's kernels side by side on one GPU: Triton (Pallas), Mosaic GPU (wgmma), XLA.
 
-The PPGN block's two per-entry MLPs at the Planar-60 sampling shape (1024 graphs x 60 x 60
+The two per-entry MLPs (``pair_mlps``) and the mixing layer with its instance-norm
+statistics (``mix_with_stats``) at the Planar-60 sampling shape (1024 graphs x 60 x 60
 entries, 128 channels, bfloat16). Checks each kernel against a float32 reference from the
 same bf16 inputs (relative error), times each (median of repeated calls after warm-up,
 fresh random inputs per variant), and, with ``--cache_dir``, scans the persistent compile
 cache for the matrix instructions the compiled kernels hold (``cuobjdump -sass``:
 ``HGMMA`` is Hopper's wgmma, ``HMMA`` the older mma.sync).
 
-    python benchmarks/mgpu_pair_mlp.py --out OUT.json [--cache_dir DIR]
+    python benchmarks/mgpu_kernels.py --out OUT.json [--cache_dir DIR]
 """
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ def rel_err(got, want):
     return float(jnp.linalg.norm(g - w) / jnp.linalg.norm(w)), bool(jnp.isfinite(g).all())
 
 
+def mix_inputs(rows_m, seed):
+    """Random arguments of ``mix_with_stats`` (bf16; the PPGN's init scales; a bias of 2
+    as a norm's shift would be; a random row mask)."""
+    import jax
+    import jax.numpy as jnp
+    ks = jax.random.split(jax.random.key(seed), 6)
+    x = jax.random.normal(ks[0], (rows_m, 128), jnp.bfloat16)
+    prod = jax.random.normal(ks[1], (128, rows_m), jnp.bfloat16)
+    wx = (jax.random.normal(ks[2], (128, 128)) / 16).astype(jnp.bfloat16)
+    wp = (jax.random.normal(ks[3], (128, 128)) / 16).astype(jnp.bfloat16)
+    b = (2 + jax.random.normal(ks[4], (128,))).astype(jnp.bfloat16)
+    mask = (jax.random.uniform(ks[5], (rows_m,)) < 0.9).astype(jnp.bfloat16)
+    return x, prod, wx, wp, b, mask
+
+
 def scan_cache(cache_dir, out_dir):
     """Counts wgmma / mma.sync instructions in the SASS of every cubin in the cache."""
     import zlib
@@ -66,11 +82,16 @@ def scan_cache(cache_dir, out_dir):
             if i < 0:
                 break
             blob = os.path.join(out_dir, f"cubin_{k}_{n}.bin")
+            shoff = int.from_bytes(data[i + 0x28:i + 0x30], "little")
+            shentsize = int.from_bytes(data[i + 0x3A:i + 0x3C], "little")
+            shnum = int.from_bytes(data[i + 0x3C:i + 0x3E], "little")
+            size = shoff + shentsize * shnum
             with open(blob, "wb") as fh:
-                fh.write(data[i:])
+                fh.write(data[i:i + size] if 0 < size <= len(data) - i else data[i:])
             try:
-                sass = subprocess.run(["cuobjdump", "-sass", blob], capture_output=True,
-                                      text=True, timeout=60).stdout
+                run = subprocess.run(["cuobjdump", "-sass", blob], capture_output=True,
+                                     text=True, timeout=60)
+                sass = run.stdout + run.stderr
             except Exception as e:
                 sass = f"ERR {e}"
             names = [l.strip() for l in sass.splitlines() if "Function :" in l]
@@ -86,7 +107,7 @@ def scan_cache(cache_dir, out_dir):
     return rows
 
 
-def main():
+def main():  # noqa: C901 - one linear script
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--graphs", type=int, default=1024)
@@ -100,9 +121,10 @@ def main():
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import jax.numpy as jnp
-    from ddgjax.models import pair_mlp_kernel, pair_mlp_mgpu
+    from ddgjax.models import mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu
 
     rows_m = a.graphs * a.nodes * a.nodes
+    cpu = jax.default_backend() == "cpu"        # a smoke test: the kernels interpreted
     dev = jax.devices()[0]
     res = {"device": str(dev.device_kind), "jax": jax.__version__, "rows": rows_m,
            "sms": getattr(dev, "core_count", None), "variants": []}
@@ -126,24 +148,60 @@ def main():
         print(json.dumps(row), flush=True)
         res["variants"].append(row)
 
-    check_and_time("xla_reference", pair_mlp_kernel.pair_mlps_reference, 1)
-    check_and_time("triton", pair_mlp_kernel._pallas_forward, 2)
-    for steps in (2, 3):
-        try:
-            check_and_time(f"mgpu_steps{steps}",
-                           lambda *v, s=steps: pair_mlp_mgpu.pair_mlps(*v, max_concurrent_steps=s), 3 + steps)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            res["variants"].append({"name": f"mgpu_steps{steps}", "error": repr(e)[:2000]})
-            print("mgpu", steps, "failed:", repr(e)[:2000], flush=True)
-    check_and_time("triton_again", pair_mlp_kernel._pallas_forward, 7)
+    check_and_time("pair_xla", pair_mlp_kernel.pair_mlps_reference, 1)
+    check_and_time("pair_triton", pair_mlp_kernel._pallas_forward, 2)
+    check_and_time("pair_mgpu", lambda *v: pair_mlp_mgpu.pair_mlps(*v, interpret=cpu), 3)
+    check_and_time("pair_mgpu_ws", lambda *v: pair_mlp_mgpu.pair_mlps(
+        *v, interpret=cpu, warp_specialized=True), 4)
+
+    nodes_sq = a.nodes * a.nodes
+
+    def mix_time(name, fn, seed):
+        args = mix_inputs(rows_m, seed)
+        ref = jax.jit(lambda *v: mix_norm_kernel.mix_with_stats_reference(
+            *(t.astype(jnp.float32) for t in v), nodes_sq))(*args)
+        out = jax.jit(fn)(*args)
+        errs = [rel_err(o, r) for o, r in zip(out, ref)]
+        del out, ref
+        ms = timed(jax.jit(fn), args, a.repeats)
+        row = {"name": name, "ms": ms, "rel_err": [e[0] for e in errs],
+               "finite": all(e[1] for e in errs), "tb_s": 3 * nbytes / ms / 1e9}
+        print(json.dumps(row), flush=True)
+        res["variants"].append(row)
+
+    mix_time("mix_xla", lambda *v: mix_norm_kernel.mix_with_stats_reference(*v, nodes_sq), 11)
+    mix_time("mix_triton", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 12)
+    mix_time("mix_mgpu_rows", lambda *v: mix_norm_mgpu.mix_with_stats(
+        *v, nodes_sq, transposed=False, interpret=cpu), 13)
+    mix_time("mix_mgpu_t_steps2", lambda *v: mix_norm_mgpu.mix_with_stats(
+        *v, nodes_sq, max_concurrent_steps=2, interpret=cpu), 14)
+    mix_time("mix_mgpu_t", lambda *v: mix_norm_mgpu.mix_with_stats(
+        *v, nodes_sq, interpret=cpu), 15)
+
+    def kernel_only(name, seed, **kw):
+        """The kernel alone (y^T out, per-tile sums; no transpose, no segment sum)."""
+        args = mix_inputs(rows_m, seed)
+        split = mix_norm_mgpu.split_row_mask(args[-1], nodes_sq)
+        fn = jax.jit(lambda *v: mix_norm_mgpu.mix_with_partial_sums(*v, interpret=cpu, **kw))
+        ms = timed(fn, args[:-1] + (split,), a.repeats)
+        row = {"name": name, "ms": ms, "tb_s": 3 * nbytes / ms / 1e9, "kernel_only": True}
+        print(json.dumps(row), flush=True)
+        res["variants"].append(row)
+
+    kernel_only("mix_mgpu_t_kernel", 16)
+    kernel_only("mix_mgpu_t_kernel_steps2", 19, max_concurrent_steps=2)
+    kernel_only("mix_mgpu_t_kernel_nostats", 17, stats=False)
+    kernel_only("mix_mgpu_rows_kernel_nostats", 18, stats=False, transposed=False)
+    check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, 7)
+    mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
     if a.cache_dir:
         res["cache_scan"] = scan_cache(a.cache_dir, os.path.dirname(os.path.abspath(a.out)))
     with open(a.out, "w") as fh:
         json.dump(res, fh, indent=1)
-    print(f"{'variant':<16} {'ms':>8} {'TB/s':>6} rel_err")
+    print(f"{'variant':<28} {'ms':>8} {'TB/s':>6} rel_err")
     for r in res["variants"]:
         if "ms" in r:
-            print(f"{r['name']:<16} {r['ms']:8.3f} {r['tb_s']:6.2f} {r['rel_err']}")
+            print(f"{r['name']:<28} {r['ms']:8.3f} {r['tb_s']:6.2f} {r.get('rel_err', '')}")
     print("copy", round(res["copy_ms"], 3), "ms", round(res["copy_tb_s"], 2), "TB/s")
 
 

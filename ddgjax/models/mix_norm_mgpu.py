@@ -1,0 +1,181 @@
+"""A PPGN block's mixing layer with its instance-norm statistics as a persistent Mosaic GPU
+(Hopper ``wgmma``) kernel.
+
+Computes what ``mix_norm_kernel.mix_with_stats_reference`` computes: per entry (row)
+
+    y = x @ wx + prod^T @ wp + b                      (the Dense on [x, prod])
+
+and, per graph and channel, the sums of ``d = y - b`` and ``d^2`` over the masked rows.
+As ``pair_mlp_mgpu``: each CTA loads ``wx`` and ``wp`` into shared memory once and streams
+its share of the row tiles (``x`` rows, the matching columns of the channels-first
+``prod``) through a double-buffered TMA pipeline; ``prod``'s tile is read through a
+transposed view of its shared-memory buffer. A tile may span two graphs: the caller
+passes the row mask split into "rows of the graph of the tile's first row" and "rows of
+the next graph" (``split_row_mask``), and the kernel writes both partial sums per tile,
+``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel does).
+
+GPU only (Hopper or newer); on CPU the Mosaic GPU interpreter runs it when asked
+(``interpret=True``, the tests), with the ``prod`` tile transposed into a scratch buffer
+first (the interpreter has no transposed MMA operands).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+from ddgjax.models.pair_mlp_mgpu import _sm_count, _transforms, _vector, cta_count
+
+TILE_ROWS = 64
+
+
+def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
+    """Whole tiles no longer than a graph, 128 channels in and out, and enough tiles to
+    give most SMs an equal share."""
+    if c != 128 or h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
+        return False
+    tiles = m // TILE_ROWS
+    sms = _sm_count()
+    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+
+
+def split_row_mask(row_mask, nodes_sq: int, tm: int = TILE_ROWS):
+    """``[M]`` -> ``[2, M]`` float32: the mask on the rows whose graph is the graph of their
+    tile's first row, and on the others (the next graph; tiles are no longer than one)."""
+    index = jnp.arange(row_mask.shape[0])
+    first = (index // nodes_sq) == ((index // tm) * tm) // nodes_sq
+    mask = row_mask.astype(jnp.float32)
+    return jnp.stack([jnp.where(first, mask, 0.0), jnp.where(first, 0.0, mask)])
+
+
+def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_steps: int = 3,
+                          max_ctas: int | None = None, interpret: bool = False,
+                          transposed: bool = True, stats: bool = True):
+    """The kernel.
+
+    Args:
+      x: ``[M, C]``; prod: ``[H, M]``; wx: ``[C, H]``; wp: ``[H, H]``; b: ``[H]``;
+        split_mask: ``[2, M]`` float32 (``split_row_mask``).
+    Returns: ``y`` ``[M, H]`` in the dtype of ``x`` (``transposed``: ``y^T``, ``[H, M]``), and
+      float32 ``[M / 64, 4, H]``: per tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)``
+      (``w0, w1`` the two masks; zeros without ``stats``, a diagnostic).
+
+    ``transposed`` (the default) computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile
+    is the MMA's operand as it lies, and the statistics are sums along the accumulator's
+    rows (within a thread and its quad). Without it, ``y = x wx + prod^T wp``, sums down
+    the columns (across warps) and ``prod`` through a transposed view; on an H200 that
+    ran 3.2 ms against Triton's 2.1 at 1024 x 3600 rows (docs/benchmarks.md, round 28).
+    """
+    m_rows, c = x.shape
+    h = wx.shape[-1]
+    dt = x.dtype
+    tm = TILE_ROWS
+    if m_rows % tm:
+        raise ValueError(f"mix_norm_mgpu: {m_rows} rows are not a multiple of {tm}")
+    tiles = m_rows // tm
+    ctas = cta_count(tiles, max_ctas or _sm_count())
+    per_cta = tiles // ctas
+    rows_layout = plgpu.Layout.WGMMA.reduce(1)       # a [TM] vector along the rows
+
+    def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,
+                         wx_s, wp_s, b_s, y_s, bars, *scratch_t):
+        for k, (src, dst) in enumerate(((wx_g, wx_s), (wp_g, wp_s), (b_g, b_s))):
+            plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
+        for k in range(3):
+            plgpu.barrier_wait(bars.at[k])
+        first_tile = lax.axis_index("cta") * per_cta
+
+        def step(index, x_s, p_s, m0_s, m1_s):
+            (i,) = index
+            tile = first_tile + i
+            if transposed:                                        # acc = y^T - b, [H, TM]
+                if interpret:    # the interpreter has no transposed MMA operands
+                    scratch_t[0][...] = x_s[...].T
+                    x_t = scratch_t[0]
+                else:
+                    x_t = plgpu.transpose_ref(x_s, (1, 0))        # [C, TM]
+                operands = ((wx_s, x_t), (wp_s, p_s))
+                shape, bias_dims, mask_dims, sum_axis = (h, tm), [0], [1], 1
+                bias_layout, mask_layout = plgpu.Layout.WGMMA.reduce(1), plgpu.Layout.WGMMA.reduce(0)
+                out = y_g.at[:, pl.ds(tile * tm, tm)]
+            else:                                                 # acc = y - b, [TM, H]
+                if interpret:
+                    scratch_t[0][...] = p_s[...].T
+                    p_t = scratch_t[0]
+                else:
+                    p_t = plgpu.transpose_ref(p_s, (1, 0))        # [TM, H]
+                operands = ((x_s, wx_s), (p_t, wp_s))
+                shape, bias_dims, mask_dims, sum_axis = (tm, h), [1], [0], 0
+                bias_layout, mask_layout = plgpu.Layout.WGMMA.reduce(0), plgpu.Layout.WGMMA.reduce(1)
+                out = y_g.at[pl.ds(tile * tm, tm)]
+
+            def mix(acc):
+                for a, b_ in operands:
+                    plgpu.wgmma(acc, a, b_)
+                return acc[...]
+            d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
+            bias = _vector(b_s, bias_layout, interpret)
+            plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
+            y_s[...] = (d + lax.broadcast_in_dim(bias, shape, bias_dims)).astype(dt)
+            plgpu.commit_smem()
+            plgpu.copy_smem_to_gmem(y_s, out)
+            if stats:
+                for slot, m_s in enumerate((m0_s, m1_s)):
+                    w = lax.broadcast_in_dim(_vector(m_s, mask_layout, interpret), shape,
+                                             mask_dims)
+                    dw = d * w
+                    s_g[tile, 2 * slot] = jnp.sum(dw, axis=sum_axis)
+                    s_g[tile, 2 * slot + 1] = jnp.sum(dw * d, axis=sum_axis)
+
+        plgpu.emit_pipeline(
+            step, grid=(per_cta,),
+            in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
+                                      transforms=_transforms(c)),
+                      plgpu.BlockSpec((h, tm), lambda i: (0, first_tile + i),
+                                      transforms=_transforms(tm)),
+                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,)),
+                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
+            max_concurrent_steps=max_concurrent_steps)(x_g, p_g, m0_g, m1_g)
+        plgpu.wait_smem_to_gmem(0)
+
+    options = {}
+    y_tile = (h, tm) if transposed else (tm, h)
+    w_tile = (h, c) if transposed else (c, h)
+    scratch = [plgpu.SMEM(w_tile, dt, transforms=_transforms(w_tile[1])),
+               plgpu.SMEM((h, h), dt, transforms=_transforms(h)),
+               plgpu.SMEM((h,), jnp.float32),
+               plgpu.SMEM(y_tile, dt, transforms=_transforms(y_tile[1])),
+               plgpu.Barrier(num_barriers=3)]
+    if interpret:
+        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
+        options["interpret"] = InterpretGPUParams()
+        t_tile = (c, tm) if transposed else (tm, h)
+        scratch.append(plgpu.SMEM(t_tile, dt, transforms=_transforms(t_tile[1])))
+    kernel = plgpu.kernel(
+        mix_wgmma_kernel,
+        out_type=[jax.ShapeDtypeStruct((h, m_rows) if transposed else (m_rows, h), dt),
+                  jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
+        scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
+    wx_, wp_ = (wx.T, wp.T) if transposed else (wx, wp)
+    y, partial = kernel(x, prod.astype(dt), wx_.astype(dt), wp_.astype(dt),
+                        b.astype(jnp.float32), split_mask[0], split_mask[1])
+    if not stats:
+        partial = jnp.zeros_like(partial)
+    return y, partial
+
+
+def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
+    """``mix_with_stats_reference`` (same arguments and results) through the kernel."""
+    m_rows = x.shape[0]
+    y, partial = mix_with_partial_sums(x, prod, wx, wp, b, split_row_mask(row_mask, nodes_sq),
+                                       **kw)
+    if kw.get("transposed", True):
+        y = y.T                       # [H, M] -> [M, H]; XLA may fuse it into the norm
+    tiles = partial.shape[0]
+    graphs = m_rows // nodes_sq
+    first_graph = (jnp.arange(tiles) * TILE_ROWS) // nodes_sq
+    ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
+    parts = jnp.concatenate([partial[:, :2], partial[:, 2:]])                # [2T, 2, H]
+    return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)

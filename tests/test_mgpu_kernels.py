@@ -1,0 +1,131 @@
+"""The Mosaic GPU (wgmma) kernels (pair MLPs; mixing layer with the norm statistics)
+against their references, in the Mosaic GPU interpreter on CPU, and through the PPGN model
+against the Triton kernels. On a Hopper GPU the same tests run the compiled kernels (the
+interpreter only where the backend is CPU)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ddgjax.models import (build_model, mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel,
+                           pair_mlp_mgpu, pallas_launch)
+from helpers import random_batch
+from test_models import T, noise_inputs, random_params
+
+ON_CPU = jax.default_backend() == "cpu"
+
+
+def _rel(out, want):
+    out, want = np.asarray(out, np.float64), np.asarray(want, np.float64)
+    return np.linalg.norm(out - want) / np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("tiles, max_ctas", [(6, 3), (5, 8)])
+def test_kernel_equals_the_reference(tiles, max_ctas):
+    """Both outputs, channels first, match the XLA reference on fresh random inputs; 6 tiles
+    over 3 CTAs runs the pipeline two steps per CTA, 5 tiles one step on each of 5."""
+    args = pair_mlp_mgpu.random_inputs(pair_mlp_mgpu.TILE_ROWS * tiles, seed=tiles)
+    x, w0, b0, w1, b1, scale = args
+    scale = scale.at[::7].set(0)                       # masked rows, as the PPGN passes them
+    got = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, max_ctas=max_ctas,
+                                  interpret=ON_CPU)
+    want = pair_mlp_kernel.pair_mlps_reference(x, w0, b0, w1, b1, scale)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape == (128, x.shape[0]) and g.dtype == jnp.bfloat16
+        assert np.isfinite(np.asarray(g, np.float32)).all()
+        assert _rel(g, w) < 5e-3
+    # float32 reference from the same bf16 inputs: bf16-level error only
+    ref32 = pair_mlp_kernel.pair_mlps_reference(*(a.astype(jnp.float32) for a in
+                                                  (x, w0, b0, w1, b1, scale)))
+    assert max(_rel(g, w) for g, w in zip(got, ref32)) < 1e-2
+    np.testing.assert_array_equal(np.asarray(got[0])[:, ::7], 0)
+
+
+def test_cta_count_and_supported_shapes():
+    assert pair_mlp_mgpu.cta_count(57600, 132) == 128
+    assert pair_mlp_mgpu.cta_count(7, 132) == 7 and pair_mlp_mgpu.cta_count(133, 132) == 19
+    assert pair_mlp_mgpu.supported(64 * 10, 128, 128)
+    assert not pair_mlp_mgpu.supported(64 * 10 + 16, 128, 128)   # no whole tiles
+    assert not pair_mlp_mgpu.supported(64 * 10, 64, 128)         # 128 channels only
+    with pytest.raises(ValueError, match="multiple of 64"):
+        pair_mlp_mgpu.pair_mlps(*pair_mlp_mgpu.random_inputs(100), interpret=ON_CPU)
+
+
+def test_backend_choice(monkeypatch):
+    monkeypatch.delenv("DDGJAX_PALLAS_BACKEND", raising=False)
+    if ON_CPU:
+        assert pallas_launch.kernel_backend() == "triton"
+    for name in ("triton", "mosaic"):
+        monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", name.upper())
+        assert pallas_launch.kernel_backend() == name
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "cutlass")
+    with pytest.raises(ValueError, match="DDGJAX_PALLAS_BACKEND"):
+        pallas_launch.kernel_backend()
+
+
+def _mix_inputs(graphs, nodes_sq, seed):
+    ks = jax.random.split(jax.random.key(seed), 6)
+    m = graphs * nodes_sq
+    x = jax.random.normal(ks[0], (m, 128), jnp.bfloat16)
+    prod = jax.random.normal(ks[1], (128, m), jnp.bfloat16)
+    wx = (jax.random.normal(ks[2], (128, 128)) / 11).astype(jnp.bfloat16)
+    wp = (jax.random.normal(ks[3], (128, 128)) / 11).astype(jnp.bfloat16)
+    b = (2 + jax.random.normal(ks[4], (128,))).astype(jnp.bfloat16)
+    mask = (jax.random.uniform(ks[5], (m,)) < 0.8).astype(jnp.bfloat16)
+    return x, prod, wx, wp, b, mask
+
+
+@pytest.mark.parametrize("graphs, nodes_sq, max_ctas", [(4, 96, 3), (3, 128, 8)])
+def test_mix_kernel_equals_the_reference(graphs, nodes_sq, max_ctas):
+    """y and the per-graph sums match the reference; 96-entry graphs put graph boundaries
+    inside 64-row tiles (both partial sums of a tile are used), 3 CTAs run two tiles each."""
+    args = _mix_inputs(graphs, nodes_sq, seed=graphs)
+    got = mix_norm_mgpu.mix_with_stats(*args, nodes_sq, max_ctas=max_ctas, interpret=ON_CPU)
+    want = mix_norm_kernel.mix_with_stats_reference(*args, nodes_sq)
+    assert got[0].shape == want[0].shape and got[0].dtype == jnp.bfloat16
+    assert got[1].shape == want[1].shape == (graphs, 2, 128)
+    assert _rel(got[0], want[0]) < 5e-3
+    assert _rel(got[1], want[1]) < 1e-4               # float32 sums of the same d
+    ref32 = mix_norm_kernel.mix_with_stats_reference(*(a.astype(jnp.float32) for a in args),
+                                                     nodes_sq)
+    assert _rel(got[0], ref32[0]) < 1e-2 and _rel(got[1], ref32[1]) < 1e-2
+    split = np.asarray(mix_norm_mgpu.split_row_mask(args[-1], nodes_sq))
+    np.testing.assert_array_equal(split.sum(0), np.asarray(args[-1], np.float32))
+
+
+def test_mix_kernel_shapes():
+    assert mix_norm_mgpu.supported(64 * 6, 96, 128, 128)
+    assert not mix_norm_mgpu.supported(36 * 16, 36, 128, 128)    # graphs shorter than a tile
+    assert not mix_norm_mgpu.supported(64 * 6, 96, 128, 64)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        mix_norm_mgpu.mix_with_partial_sums(*_mix_inputs(1, 100, 0)[:5],
+                                            jnp.ones((2, 100)), interpret=ON_CPU)
+
+
+def test_ppgn_with_the_mosaic_kernels_equals_the_triton_kernels(monkeypatch):
+    """A bfloat16 PPGN with 128 channels (the width the kernels take) gives the same logits
+    and parameter gradients with either backend. Under ``mosaic`` both Mosaic kernels run in
+    the forward; the gradient program keeps Triton's pair-MLP kernel (it writes the hidden
+    layers) and runs the Mosaic mixing kernel in its forward."""
+    kw = dict(hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16, pallas=True)
+    model = build_model("ppgn", T, **kw)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(4, [8, 6, 8, 5], 8)         # 4 * 64 rows: one tile per graph
+    t, lv = noise_inputs(4, seed=2)
+    outs, grads = {}, {}
+    for name in ("triton", "mosaic"):
+        monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", name)
+        apply = lambda p: model.apply(p, adj, nm, t, lv)  # a new function: a new trace
+        loss = lambda p: (apply(p) * jnp.tanh(adj)).sum()
+        program = str(jax.make_jaxpr(apply)(params))
+        assert ("pair_mlps_wgmma_kernel" in program) == (name == "mosaic")
+        assert ("mix_wgmma_kernel" in program) == (name == "mosaic")
+        grad_program = str(jax.make_jaxpr(jax.grad(loss))(params))
+        assert "pair_mlps_wgmma_kernel" not in grad_program
+        assert ("mix_wgmma_kernel" in grad_program) == (name == "mosaic")
+        outs[name] = np.asarray(jax.jit(apply)(params))
+        grads[name] = jax.jit(jax.grad(loss))(params)
+    assert np.isfinite(outs["mosaic"]).all()
+    assert _rel(outs["mosaic"], outs["triton"]) < 1e-2
+    flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
+    assert _rel(flat(grads["mosaic"]), flat(grads["triton"])) < 2e-2
