@@ -151,8 +151,6 @@ def main():  # noqa: C901 - one linear script
     check_and_time("pair_xla", pair_mlp_kernel.pair_mlps_reference, 1)
     check_and_time("pair_triton", pair_mlp_kernel._pallas_forward, 2)
     check_and_time("pair_mgpu", lambda *v: pair_mlp_mgpu.pair_mlps(*v, interpret=cpu), 3)
-    check_and_time("pair_mgpu_ws", lambda *v: pair_mlp_mgpu.pair_mlps(
-        *v, interpret=cpu, warp_specialized=True), 4)
 
     nodes_sq = a.nodes * a.nodes
 

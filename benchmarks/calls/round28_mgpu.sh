@@ -4,8 +4,10 @@
 # 1. each kernel alone at the Planar-60 sampling shape (benchmarks/mgpu_kernels.py), with
 #    the compile cache scanned for the matrix instructions (cuobjdump -sass);
 # 2. sampling 1024 Planar-60 graphs, 32 steps, bf16 + pallas, per backend (fresh process
-#    each, alternating, twice; mosaic_ws = the warp-specialized pair-MLP kernel);
-# 3. the bf16 train step (batch 64) with pallas=true per backend, and with fused blocks;
+#    each, alternating, twice; SAMPLE_BACKENDS to choose; call 5 of round 28 also ran
+#    the warp-specialized pair-MLP kernel, since removed);
+# 3. the bf16 train step (batch 64) with pallas=true per backend, and with fused blocks
+#    (SKIP_TRAIN=1 skips it);
 # 4. the kernel tests on the GPU (compiled, not interpreted).
 set -u
 OUT=${1:?OUT}
@@ -17,10 +19,8 @@ timeout 300 python3 benchmarks/mgpu_kernels.py --out "$OUT/kernels.json" --cache
 tail -14 "$OUT/kernels.log"
 S="import json, sys; sys.path.insert(0, 'benchmarks'); from bench_core import bench_sampling as s
 print('ROW', json.dumps(s('bfloat16', options=['model.ppgn.pallas=true'], params_as_arg=True, repeat=5)))"
-for b in ${SAMPLE_BACKENDS:-triton mosaic mosaic_ws triton mosaic mosaic_ws}; do
-  ws=0; [ "$b" = mosaic_ws ] && ws=1
-  DDGJAX_MGPU_WARP_SPECIALIZED=$ws DDGJAX_PALLAS_BACKEND=${b%_ws} timeout 150 python3 -c "$S" 2>&1 \
-    | grep ROW | sed "s/^/$b /" >> "$OUT/sample.txt"
+for b in ${SAMPLE_BACKENDS:-triton mosaic triton mosaic}; do
+  DDGJAX_PALLAS_BACKEND=$b timeout 150 python3 -c "$S" 2>&1 | grep ROW | sed "s/^/$b /" >> "$OUT/sample.txt"
 done
 python3 - "$OUT/sample.txt" <<'PY'
 import json, sys
