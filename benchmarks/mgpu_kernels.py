@@ -3,21 +3,16 @@
 The two per-entry MLPs (``pair_mlps``) and the mixing layer with its instance-norm
 statistics (``mix_with_stats``) at the Planar-60 sampling shape (1024 graphs x 60 x 60
 entries, 128 channels, bfloat16). Checks each kernel against a float32 reference from the
-same bf16 inputs (relative error), times each (median of repeated calls after warm-up,
-fresh random inputs per variant), and, with ``--cache_dir``, scans the persistent compile
-cache for the matrix instructions the compiled kernels hold (``cuobjdump -sass``:
-``HGMMA`` is Hopper's wgmma, ``HMMA`` the older mma.sync).
+same bf16 inputs (relative error) and times each (median of repeated calls after warm-up,
+fresh random inputs per variant).
 
-    python benchmarks/mgpu_kernels.py --out OUT.json [--cache_dir DIR]
+    python benchmarks/mgpu_kernels.py --out OUT.json
 """
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
 import statistics
-import subprocess
 import time
 
 
@@ -54,72 +49,14 @@ def mix_inputs(rows_m, seed):
     return x, prod, wx, wp, b, mask
 
 
-def scan_cache(cache_dir, out_dir):
-    """Counts wgmma / mma.sync instructions in the SASS of every cubin in the cache."""
-    import zlib
-    try:
-        import zstandard
-    except ImportError:
-        zstandard = None
-    rows = []
-    for k, path in enumerate(sorted(glob.glob(os.path.join(cache_dir, "*")))):
-        if not os.path.isfile(path):
-            continue
-        raw = open(path, "rb").read()
-        data = None
-        for dec in ((lambda b: zstandard.ZstdDecompressor().decompress(b, max_output_size=1 << 30))
-                    if zstandard else None, zlib.decompress, lambda b: b):
-            if dec is None:
-                continue
-            try:
-                data = dec(raw)
-                break
-            except Exception:
-                continue
-        start, n = 0, 0
-        while True:
-            i = data.find(b"\x7fELF", start)
-            if i < 0:
-                break
-            blob = os.path.join(out_dir, f"cubin_{k}_{n}.bin")
-            shoff = int.from_bytes(data[i + 0x28:i + 0x30], "little")
-            shentsize = int.from_bytes(data[i + 0x3A:i + 0x3C], "little")
-            shnum = int.from_bytes(data[i + 0x3C:i + 0x3E], "little")
-            size = shoff + shentsize * shnum
-            with open(blob, "wb") as fh:
-                fh.write(data[i:i + size] if 0 < size <= len(data) - i else data[i:])
-            try:
-                run = subprocess.run(["cuobjdump", "-sass", blob], capture_output=True,
-                                     text=True, timeout=60)
-                sass = run.stdout + run.stderr
-            except Exception as e:
-                sass = f"ERR {e}"
-            names = [l.strip() for l in sass.splitlines() if "Function :" in l]
-            rows.append({"entry": os.path.basename(path), "offset": i, "functions": names[:8],
-                         "HGMMA": sass.count("HGMMA"), "HMMA": sass.count("HMMA"),
-                         "sass_chars": len(sass)})
-            os.remove(blob)
-            n += 1
-            start = i + 4
-        if n == 0:
-            rows.append({"entry": os.path.basename(path), "elf": 0, "bytes": len(data),
-                         "wgmma_text": data.count(b"wgmma"), "mma_sync_text": data.count(b"mma.sync")})
-    return rows
-
-
 def main():  # noqa: C901 - one linear script
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
     p.add_argument("--graphs", type=int, default=1024)
     p.add_argument("--nodes", type=int, default=60)
-    p.add_argument("--cache_dir", default="")
     p.add_argument("--repeats", type=int, default=30)
     a = p.parse_args()
     import jax
-    if a.cache_dir:
-        jax.config.update("jax_compilation_cache_dir", a.cache_dir)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import jax.numpy as jnp
     from ddgjax.models import mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu
 
@@ -192,8 +129,6 @@ def main():  # noqa: C901 - one linear script
     kernel_only("mix_mgpu_rows_kernel_nostats", 18, stats=False, transposed=False)
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, 7)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
-    if a.cache_dir:
-        res["cache_scan"] = scan_cache(a.cache_dir, os.path.dirname(os.path.abspath(a.out)))
     with open(a.out, "w") as fh:
         json.dump(res, fh, indent=1)
     print(f"{'variant':<28} {'ms':>8} {'TB/s':>6} rel_err")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Round 28 (issue 12): the Mosaic GPU (wgmma) kernels against the Triton ones on one GPU.
 #   bash benchmarks/calls/round28_mgpu.sh OUT
-# 1. each kernel alone at the Planar-60 sampling shape (benchmarks/mgpu_kernels.py), with
-#    the compile cache scanned for the matrix instructions (cuobjdump -sass);
+# 1. each kernel alone at the Planar-60 sampling shape (benchmarks/mgpu_kernels.py; calls
+#    2-5 of round 28 also scanned the compile cache with cuobjdump -sass, which could not
+#    read the objects found there: the scan was removed);
 # 2. sampling 1024 Planar-60 graphs, 32 steps, bf16 + pallas, per backend (fresh process
 #    each, alternating, twice; SAMPLE_BACKENDS to choose; call 5 of round 28 also ran
 #    the warp-specialized pair-MLP kernel, since removed);
@@ -14,7 +15,7 @@ OUT=${1:?OUT}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
-timeout 300 python3 benchmarks/mgpu_kernels.py --out "$OUT/kernels.json" --cache_dir /tmp/jcache_r28 \
+timeout 300 python3 benchmarks/mgpu_kernels.py --out "$OUT/kernels.json" \
   > "$OUT/kernels.log" 2>&1; echo "kernels rc=$?"
 tail -14 "$OUT/kernels.log"
 S="import json, sys; sys.path.insert(0, 'benchmarks'); from bench_core import bench_sampling as s
