@@ -129,3 +129,20 @@ def test_ppgn_with_the_mosaic_kernels_equals_the_triton_kernels(monkeypatch):
     assert _rel(outs["mosaic"], outs["triton"]) < 1e-2
     flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
     assert _rel(flat(grads["mosaic"]), flat(grads["triton"])) < 2e-2
+
+
+def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch):
+    """The per-graph (vmapped) call, as the completion sampler makes it, merges the graphs'
+    rows into one call of each Mosaic kernel and matches the batched call."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(5, [8, 7, 8, 4], 8)
+    t, lv = noise_inputs(4, seed=3)
+    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
+    program = str(jax.make_jaxpr(jax.vmap(one))(adj, nm, t, lv))
+    assert "pair_mlps_wgmma_kernel" in program and "mix_wgmma_kernel" in program
+    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
+    batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
+    assert _rel(per_graph, batched) < 1e-2
