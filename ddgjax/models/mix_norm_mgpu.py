@@ -8,14 +8,17 @@ Computes what ``mix_norm_kernel.mix_with_stats_reference`` computes: per entry (
 and, per graph and channel, the sums of ``d = y - b`` and ``d^2`` over the masked rows.
 As ``pair_mlp_mgpu``: each CTA loads ``wx`` and ``wp`` into shared memory once and streams
 its share of the row tiles (``x`` rows, the matching columns of the channels-first
-``prod``) through a double-buffered TMA pipeline; ``prod``'s tile is read through a
-transposed view of its shared-memory buffer. A tile may span two graphs: the caller
-passes the row mask split into "rows of the graph of the tile's first row" and "rows of
-the next graph" (``split_row_mask``), and the kernel writes both partial sums per tile,
-``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel does).
+``prod``) through a TMA pipeline. It computes ``y^T = wx^T x^T + wp^T prod`` (``x``'s tile
+read through a transposed view of its shared-memory buffer, ``prod``'s as it lies), so
+the statistics are sums along the accumulator's rows; ``mix_with_stats`` transposes ``y^T``
+back, which XLA fuses into the norm that reads it. A tile may span two graphs: the
+caller passes the row mask split into "rows of the graph of the tile's first row" and
+"rows of the next graph" (``split_row_mask``), and the kernel writes both partial sums
+per tile, ``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel
+does).
 
 GPU only (Hopper or newer); on CPU the Mosaic GPU interpreter runs it when asked
-(``interpret=True``, the tests), with the ``prod`` tile transposed into a scratch buffer
+(``interpret=True``, the tests), with the transposed operand copied into a scratch buffer
 first (the interpreter has no transposed MMA operands).
 """
 from __future__ import annotations
@@ -26,7 +29,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import _sm_count, _transforms, _vector, cta_count
+from ddgjax.models.pair_mlp_mgpu import cta_count, load_vector, sm_count, smem_transforms
 
 TILE_ROWS = 64
 
@@ -37,7 +40,7 @@ def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
     if c != 128 or h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
         return False
     tiles = m // TILE_ROWS
-    sms = _sm_count()
+    sms = sm_count()
     return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
 
 
@@ -66,7 +69,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     is the MMA's operand as it lies, and the statistics are sums along the accumulator's
     rows (within a thread and its quad). Without it, ``y = x wx + prod^T wp``, sums down
     the columns (across warps) and ``prod`` through a transposed view; on an H200 that
-    ran 3.2 ms against Triton's 2.1 at 1024 x 3600 rows (docs/benchmarks.md, round 28).
+    ran 3.1 ms against Triton's 2.05 at 1024 x 3600 rows (docs/benchmarks.md, round 28).
     """
     m_rows, c = x.shape
     h = wx.shape[-1]
@@ -75,9 +78,8 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     if m_rows % tm:
         raise ValueError(f"mix_norm_mgpu: {m_rows} rows are not a multiple of {tm}")
     tiles = m_rows // tm
-    ctas = cta_count(tiles, max_ctas or _sm_count())
+    ctas = cta_count(tiles, max_ctas or sm_count())
     per_cta = tiles // ctas
-    rows_layout = plgpu.Layout.WGMMA.reduce(1)       # a [TM] vector along the rows
 
     def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,
                          wx_s, wp_s, b_s, y_s, bars, *scratch_t):
@@ -116,14 +118,14 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                     plgpu.wgmma(acc, a, b_)
                 return acc[...]
             d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
-            bias = _vector(b_s, bias_layout, interpret)
+            bias = load_vector(b_s, bias_layout, interpret)
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
             y_s[...] = (d + lax.broadcast_in_dim(bias, shape, bias_dims)).astype(dt)
             plgpu.commit_smem()
             plgpu.copy_smem_to_gmem(y_s, out)
             if stats:
                 for slot, m_s in enumerate((m0_s, m1_s)):
-                    w = lax.broadcast_in_dim(_vector(m_s, mask_layout, interpret), shape,
+                    w = lax.broadcast_in_dim(load_vector(m_s, mask_layout, interpret), shape,
                                              mask_dims)
                     dw = d * w
                     s_g[tile, 2 * slot] = jnp.sum(dw, axis=sum_axis)
@@ -132,9 +134,9 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         plgpu.emit_pipeline(
             step, grid=(per_cta,),
             in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=_transforms(c)),
+                                      transforms=smem_transforms(c)),
                       plgpu.BlockSpec((h, tm), lambda i: (0, first_tile + i),
-                                      transforms=_transforms(tm)),
+                                      transforms=smem_transforms(tm)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
             max_concurrent_steps=max_concurrent_steps)(x_g, p_g, m0_g, m1_g)
@@ -143,16 +145,16 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     options = {}
     y_tile = (h, tm) if transposed else (tm, h)
     w_tile = (h, c) if transposed else (c, h)
-    scratch = [plgpu.SMEM(w_tile, dt, transforms=_transforms(w_tile[1])),
-               plgpu.SMEM((h, h), dt, transforms=_transforms(h)),
+    scratch = [plgpu.SMEM(w_tile, dt, transforms=smem_transforms(w_tile[1])),
+               plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((h,), jnp.float32),
-               plgpu.SMEM(y_tile, dt, transforms=_transforms(y_tile[1])),
+               plgpu.SMEM(y_tile, dt, transforms=smem_transforms(y_tile[1])),
                plgpu.Barrier(num_barriers=3)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
         t_tile = (c, tm) if transposed else (tm, h)
-        scratch.append(plgpu.SMEM(t_tile, dt, transforms=_transforms(t_tile[1])))
+        scratch.append(plgpu.SMEM(t_tile, dt, transforms=smem_transforms(t_tile[1])))
     kernel = plgpu.kernel(
         mix_wgmma_kernel,
         out_type=[jax.ShapeDtypeStruct((h, m_rows) if transposed else (m_rows, h), dt),
@@ -167,7 +169,8 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
 
 
 def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
-    """``mix_with_stats_reference`` (same arguments and results) through the kernel."""
+    """``mix_with_stats_reference`` (same arguments and results) through the kernel
+    (``kw``: ``mix_with_partial_sums``'s options)."""
     m_rows = x.shape[0]
     y, partial = mix_with_partial_sums(x, prod, wx, wp, b, split_row_mask(row_mask, nodes_sq),
                                        **kw)

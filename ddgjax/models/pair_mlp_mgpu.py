@@ -36,7 +36,7 @@ NEGATIVE_SLOPE = 0.01
 TILE_ROWS = 64          # rows (entries) per tile: the MMAs' N; SMEM holds 128 KB of weights
 
 
-def _transforms(cols: int, dtype=jnp.bfloat16):
+def smem_transforms(cols: int, dtype=jnp.bfloat16):
     """Tiling and swizzle of a shared-memory buffer whose minor axis has ``cols`` entries."""
     swizzle = plgpu.find_swizzle(cols * jnp.dtype(dtype).itemsize * 8)
     return (plgpu.TilingTransform((8, swizzle // jnp.dtype(dtype).itemsize)),
@@ -54,16 +54,19 @@ def supported(m: int, c: int, h: int) -> bool:
     if c != 128 or h != 128 or m % TILE_ROWS:
         return False
     tiles = m // TILE_ROWS
-    sms = _sm_count()
+    sms = sm_count()
     return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
 
 
-def _sm_count() -> int:
+def sm_count() -> int:
+    """The first device's SM count (132 where the device does not say: an H100/H200)."""
     dev = jax.devices()[0]
     return int(getattr(dev, "core_count", 0) or 132)
 
 
-def _vector(ref, layout, interpret: bool):
+def load_vector(ref, layout, interpret: bool):
+    """A 1-D shared-memory vector in the register layout it will be broadcast from (the
+    interpreter takes no layouts)."""
     return ref[...] if interpret else plgpu.load(ref, (), layout=layout)
 
 
@@ -89,7 +92,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
     w0t = jnp.swapaxes(w0, 1, 2).astype(dt)                         # [2, H, C]
     w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
     tiles = m_rows // tm
-    ctas = cta_count(tiles, max_ctas or _sm_count())
+    ctas = cta_count(tiles, max_ctas or sm_count())
     per_cta = tiles // ctas
     wgmma_layout = plgpu.Layout.WGMMA
 
@@ -109,13 +112,13 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
                 x_t = xt_s[0]
             else:
                 x_t = plgpu.transpose_ref(x_s, (1, 0))                # [C, TM]
-            s = _vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
+            s = load_vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
             for j, o_g in ((0, o0_g), (1, o1_g)):
                 def first_layer(acc):
                     plgpu.wgmma(acc, w0_s.at[j], x_t)
                     return acc[...]
                 ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
-                bias = _vector(b0_s.at[j], wgmma_layout.reduce(1), interpret)
+                bias = load_vector(b0_s.at[j], wgmma_layout.reduce(1), interpret)
                 ht = ht + lax.broadcast_in_dim(bias, (h, tm), [0])
                 ht = jnp.maximum(ht, NEGATIVE_SLOPE * ht)            # leaky ReLU
                 h_s[...] = ht.astype(dt)
@@ -125,7 +128,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
                     plgpu.wgmma(acc, w1_s.at[j], h_s)
                     return acc[...]
                 mt = pl.run_scoped(second_layer, plgpu.ACC((h, tm), jnp.float32))
-                bias = _vector(b1_s.at[j], wgmma_layout.reduce(1), interpret)
+                bias = load_vector(b1_s.at[j], wgmma_layout.reduce(1), interpret)
                 mt = mt + lax.broadcast_in_dim(bias, (h, tm), [0])
                 if j == 0:
                     mt = mt * lax.broadcast_in_dim(s, (h, tm), [1])
@@ -138,23 +141,23 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         plgpu.emit_pipeline(
             step, grid=(per_cta,),
             in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=_transforms(c)),
+                                      transforms=smem_transforms(c)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
             max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
         plgpu.wait_smem_to_gmem(0)
 
     options = {}
-    scratch = [plgpu.SMEM((2, h, c), dt, transforms=_transforms(c)),
-               plgpu.SMEM((2, h, h), dt, transforms=_transforms(h)),
+    scratch = [plgpu.SMEM((2, h, c), dt, transforms=smem_transforms(c)),
+               plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, h), jnp.float32),
                plgpu.SMEM((2, h), jnp.float32),
-               plgpu.SMEM((h, tm), dt, transforms=_transforms(tm)),
-               plgpu.SMEM((2, h, tm), dt, transforms=_transforms(tm)),
+               plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
+               plgpu.SMEM((2, h, tm), dt, transforms=smem_transforms(tm)),
                plgpu.Barrier(num_barriers=4)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        scratch.append(plgpu.SMEM((c, tm), dt, transforms=_transforms(tm)))
+        scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
     kernel = plgpu.kernel(pair_mlps_wgmma_kernel, out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
     out = kernel(x, w0t, b0.astype(jnp.float32), w1t, b1.astype(jnp.float32),
