@@ -34,21 +34,6 @@ def rel_err(got, want):
     return float(jnp.linalg.norm(g - w) / jnp.linalg.norm(w)), bool(jnp.isfinite(g).all())
 
 
-def mix_inputs(rows_m, seed):
-    """Random arguments of ``mix_with_stats`` (bf16; the PPGN's init scales; a bias of 2
-    as a norm's shift would be; a random row mask)."""
-    import jax
-    import jax.numpy as jnp
-    ks = jax.random.split(jax.random.key(seed), 6)
-    x = jax.random.normal(ks[0], (rows_m, 128), jnp.bfloat16)
-    prod = jax.random.normal(ks[1], (128, rows_m), jnp.bfloat16)
-    wx = (jax.random.normal(ks[2], (128, 128)) / 16).astype(jnp.bfloat16)
-    wp = (jax.random.normal(ks[3], (128, 128)) / 16).astype(jnp.bfloat16)
-    b = (2 + jax.random.normal(ks[4], (128,))).astype(jnp.bfloat16)
-    mask = (jax.random.uniform(ks[5], (rows_m,)) < 0.9).astype(jnp.bfloat16)
-    return x, prod, wx, wp, b, mask
-
-
 def main():  # noqa: C901 - one linear script
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -72,10 +57,10 @@ def main():  # noqa: C901 - one linear script
     res["copy_tb_s"] = 2 * nbytes / res["copy_ms"] / 1e9
     del x0
 
-    def check_and_time(name, fn, seed):
-        args = pair_mlp_mgpu.random_inputs(rows_m, seed=seed)
-        ref = jax.jit(lambda *v: pair_mlp_kernel.pair_mlps_reference(
-            *(t.astype(jnp.float32) for t in v)))(*args)
+    def check_and_time(name, fn, args, reference):
+        """Relative error of every output against ``reference`` in float32 (from the same
+        bf16 inputs), then the median time."""
+        ref = jax.jit(lambda *v: reference(*(t.astype(jnp.float32) for t in v)))(*args)
         out = jax.jit(fn)(*args)
         errs = [rel_err(o, r) for o, r in zip(out, ref)]
         del out, ref
@@ -85,26 +70,19 @@ def main():  # noqa: C901 - one linear script
         print(json.dumps(row), flush=True)
         res["variants"].append(row)
 
-    check_and_time("pair_xla", pair_mlp_kernel.pair_mlps_reference, 1)
-    check_and_time("pair_triton", pair_mlp_kernel._pallas_forward, 2)
-    check_and_time("pair_mgpu", lambda *v: pair_mlp_mgpu.pair_mlps(*v, interpret=cpu), 3)
+    pair_args = lambda seed: pair_mlp_mgpu.random_inputs(rows_m, seed=seed)
+    pair_ref = pair_mlp_kernel.pair_mlps_reference
+    check_and_time("pair_xla", pair_ref, pair_args(1), pair_ref)
+    check_and_time("pair_triton", pair_mlp_kernel._pallas_forward, pair_args(2), pair_ref)
+    check_and_time("pair_mgpu", lambda *v: pair_mlp_mgpu.pair_mlps(*v, interpret=cpu),
+                   pair_args(3), pair_ref)
 
     nodes_sq = a.nodes * a.nodes
+    mix_ref = lambda *v: mix_norm_kernel.mix_with_stats_reference(*v, nodes_sq)
+    mix_time = lambda name, fn, seed: check_and_time(
+        name, fn, mix_norm_mgpu.random_inputs(a.graphs, nodes_sq, seed), mix_ref)
 
-    def mix_time(name, fn, seed):
-        args = mix_inputs(rows_m, seed)
-        ref = jax.jit(lambda *v: mix_norm_kernel.mix_with_stats_reference(
-            *(t.astype(jnp.float32) for t in v), nodes_sq))(*args)
-        out = jax.jit(fn)(*args)
-        errs = [rel_err(o, r) for o, r in zip(out, ref)]
-        del out, ref
-        ms = timed(jax.jit(fn), args, a.repeats)
-        row = {"name": name, "ms": ms, "rel_err": [e[0] for e in errs],
-               "finite": all(e[1] for e in errs), "tb_s": 3 * nbytes / ms / 1e9}
-        print(json.dumps(row), flush=True)
-        res["variants"].append(row)
-
-    mix_time("mix_xla", lambda *v: mix_norm_kernel.mix_with_stats_reference(*v, nodes_sq), 11)
+    mix_time("mix_xla", mix_ref, 11)
     mix_time("mix_triton", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 12)
     mix_time("mix_mgpu_rows", lambda *v: mix_norm_mgpu.mix_with_stats(
         *v, nodes_sq, transposed=False, interpret=cpu), 13)
@@ -115,7 +93,7 @@ def main():  # noqa: C901 - one linear script
 
     def kernel_only(name, seed, **kw):
         """The kernel alone (y^T out, per-tile sums; no transpose, no segment sum)."""
-        args = mix_inputs(rows_m, seed)
+        args = mix_norm_mgpu.random_inputs(a.graphs, nodes_sq, seed)
         split = mix_norm_mgpu.split_row_mask(args[-1], nodes_sq)
         fn = jax.jit(lambda *v: mix_norm_mgpu.mix_with_partial_sums(*v, interpret=cpu, **kw))
         ms = timed(fn, args[:-1] + (split,), a.repeats)
@@ -127,7 +105,7 @@ def main():  # noqa: C901 - one linear script
     kernel_only("mix_mgpu_t_kernel_steps2", 19, max_concurrent_steps=2)
     kernel_only("mix_mgpu_t_kernel_nostats", 17, stats=False)
     kernel_only("mix_mgpu_rows_kernel_nostats", 18, stats=False, transposed=False)
-    check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, 7)
+    check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
     with open(a.out, "w") as fh:
         json.dump(res, fh, indent=1)

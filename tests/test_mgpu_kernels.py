@@ -63,23 +63,11 @@ def test_backend_choice(monkeypatch):
         pallas_launch.kernel_backend()
 
 
-def _mix_inputs(graphs, nodes_sq, seed):
-    ks = jax.random.split(jax.random.key(seed), 6)
-    m = graphs * nodes_sq
-    x = jax.random.normal(ks[0], (m, 128), jnp.bfloat16)
-    prod = jax.random.normal(ks[1], (128, m), jnp.bfloat16)
-    wx = (jax.random.normal(ks[2], (128, 128)) / 11).astype(jnp.bfloat16)
-    wp = (jax.random.normal(ks[3], (128, 128)) / 11).astype(jnp.bfloat16)
-    b = (2 + jax.random.normal(ks[4], (128,))).astype(jnp.bfloat16)
-    mask = (jax.random.uniform(ks[5], (m,)) < 0.8).astype(jnp.bfloat16)
-    return x, prod, wx, wp, b, mask
-
-
 @pytest.mark.parametrize("graphs, nodes_sq, max_ctas", [(4, 96, 3), (3, 128, 8)])
 def test_mix_kernel_equals_the_reference(graphs, nodes_sq, max_ctas):
     """y and the per-graph sums match the reference; 96-entry graphs put graph boundaries
     inside 64-row tiles (both partial sums of a tile are used), 3 CTAs run two tiles each."""
-    args = _mix_inputs(graphs, nodes_sq, seed=graphs)
+    args = mix_norm_mgpu.random_inputs(graphs, nodes_sq, seed=graphs)
     got = mix_norm_mgpu.mix_with_stats(*args, nodes_sq, max_ctas=max_ctas, interpret=ON_CPU)
     want = mix_norm_kernel.mix_with_stats_reference(*args, nodes_sq)
     assert got[0].shape == want[0].shape and got[0].dtype == jnp.bfloat16
@@ -98,7 +86,7 @@ def test_mix_kernel_shapes():
     assert not mix_norm_mgpu.supported(36 * 16, 36, 128, 128)    # graphs shorter than a tile
     assert not mix_norm_mgpu.supported(64 * 6, 96, 128, 64)
     with pytest.raises(ValueError, match="multiple of 64"):
-        mix_norm_mgpu.mix_with_partial_sums(*_mix_inputs(1, 100, 0)[:5],
+        mix_norm_mgpu.mix_with_partial_sums(*mix_norm_mgpu.random_inputs(1, 100)[:5],
                                             jnp.ones((2, 100)), interpret=ON_CPU)
 
 

@@ -182,3 +182,18 @@ def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
     ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
     parts = jnp.concatenate([partial[:, :2], partial[:, 2:]])                # [2T, 2, H]
     return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
+
+
+def random_inputs(graphs: int, nodes_sq: int, seed: int = 0, dtype=jnp.bfloat16):
+    """Random arguments of ``mix_with_stats`` (without ``nodes_sq``) for tests and
+    benchmarks: ``x``, ``prod`` standard normal, weights ``N(0, 1/121)``, a bias near 2
+    (as a norm's shift would be) and a row mask with ~80 % ones."""
+    ks = jax.random.split(jax.random.key(seed), 6)
+    m = graphs * nodes_sq
+    x = jax.random.normal(ks[0], (m, 128), dtype)
+    prod = jax.random.normal(ks[1], (128, m), dtype)
+    wx = (jax.random.normal(ks[2], (128, 128)) / 11).astype(dtype)
+    wp = (jax.random.normal(ks[3], (128, 128)) / 11).astype(dtype)
+    b = (2 + jax.random.normal(ks[4], (128,))).astype(dtype)
+    mask = (jax.random.uniform(ks[5], (m,)) < 0.8).astype(dtype)
+    return x, prod, wx, wp, b, mask
