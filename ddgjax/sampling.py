@@ -25,12 +25,14 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from ddgjax import checkpoints, input_pipeline
 from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
 from ddgjax.models import abstract_params, model_from_config
-from ddgjax.parallel import batch_sharded, make_mesh, put_global, replicate
+from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate
 from ddgjax.processes import NoiseProcess, Sampler, process_from_config
 from ddgjax.workdir import WorkdirError, read_run_record
 
@@ -106,21 +108,40 @@ def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None
 _COMPILED: dict = {}
 
 
-def compiled_sampler(model, sampler: Sampler):
+def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     """Jitted ``(params, keys [B], node_mask [B, N]) -> sampler(model.apply(params), ...)``.
 
-    One compiled function per (model, sampler) pair (both hashable), so repeated
+    One compiled function per (model, sampler, mesh) (all hashable), so repeated
     ``generate`` calls (several seeds, several checkpoints of one model) compile
     once per batch shape.
+
+    With a ``mesh`` of several devices the sampler runs on each device's slice of the batch
+    (``jax.shard_map`` over ``AXIS``; keys and masks split over it, parameters replicated).
+    Every graph's draws depend only on its own key, so the samples are those of the whole
+    batch in one place; and kernels XLA cannot partition (the PPGN's Pallas kernels) see
+    their device's graphs only, where under a plain ``jit`` XLA would gather their operands
+    to every device.
     """
-    key = (model, sampler)
+    several = mesh is not None and mesh.devices.size > 1
+    key = (model, sampler, mesh if several else None)
     if key not in _COMPILED:
         def run(params, keys, node_mask):
             denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
             return sampler(denoise, keys, node_mask)
 
+        if several:
+            run = jax.shard_map(run, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS)),
+                                out_specs=P(AXIS), check_vma=False)
         _COMPILED[key] = jax.jit(run)
     return _COMPILED[key]
+
+
+def _batch_mesh(keys: jax.Array) -> Mesh | None:
+    """The mesh ``keys`` are split over along ``AXIS`` (``generate``'s layout), else None."""
+    sharding = getattr(keys, "sharding", None)
+    if isinstance(sharding, NamedSharding) and tuple(sharding.spec) == (AXIS,):
+        return sharding.mesh
+    return None
 
 
 _EXECUTABLES: dict = {}
@@ -137,7 +158,8 @@ def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
     if sig in _EXECUTABLES:
         return _EXECUTABLES[sig], 0.0
     t0 = time.time()
-    exe = compiled_sampler(model, sampler).lower(params, keys, node_mask).compile()
+    exe = compiled_sampler(model, sampler, _batch_mesh(keys)).lower(params, keys,
+                                                                    node_mask).compile()
     _EXECUTABLES[sig] = exe
     return exe, time.time() - t0
 

@@ -62,6 +62,25 @@ def test_samples_do_not_depend_on_batch_size(workdir):
     assert not np.array_equal(a["adj"], c["adj"])
 
 
+def test_samples_do_not_depend_on_the_device_count(workdir):
+    """Over several devices each samples its slice of the batch (a shard_map, so kernels
+    XLA cannot partition see only their device's graphs); the graphs equal one device's."""
+    run = sampling.load_run(str(workdir))
+    assert len(jax.devices()) >= 2
+    one = sampling.generate(run, 10, seed=5, batch_size=4, devices=jax.devices()[:1])
+    many = sampling.generate(run, 10, seed=5, batch_size=4)
+    np.testing.assert_array_equal(one["adj"], many["adj"])
+    mesh = sampling.make_mesh(jax.devices())
+    sampler = run.process.sampler(None, False)
+    fn = sampling.compiled_sampler(run.model, sampler, mesh)
+    keys = jax.device_put(sampling.graph_keys(5, 0, 4), sampling.batch_sharded(mesh))
+    mask = sampling.put_global(np.ones((4, run.max_nodes), bool), sampling.batch_sharded(mesh))
+    params = sampling.replicate(run.params, mesh)
+    assert "shard_map" in str(jax.make_jaxpr(fn)(params, keys, mask))
+    assert sampling._batch_mesh(keys) == mesh
+    assert sampling._batch_mesh(jnp.zeros(4)) is None
+
+
 def test_bad_requests_are_sampling_errors(workdir):
     run = sampling.load_run(str(workdir))
     with pytest.raises(sampling.SamplingError, match="trained with max_nodes=20"):
