@@ -119,8 +119,10 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     (``jax.shard_map`` over ``AXIS``; keys and masks split over it, parameters replicated).
     Every graph's draws depend only on its own key, so the samples are those of the whole
     batch in one place; and kernels XLA cannot partition (the PPGN's Pallas kernels) see
-    their device's graphs only, where under a plain ``jit`` XLA would gather their operands
-    to every device.
+    their device's graphs only. Under a plain ``jit`` with sharded inputs XLA treats such a
+    custom call as unpartitionable and replicates its operands (reported for Pallas/Triton
+    kernels in jax-ml/jax-triton#163; not measured here: the multi-GPU sampling rows of
+    docs/benchmarks.md predate this).
     """
     several = mesh is not None and mesh.devices.size > 1
     key = (model, sampler, mesh if several else None)
