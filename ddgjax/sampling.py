@@ -121,8 +121,7 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     batch in one place; and kernels XLA cannot partition (the PPGN's Pallas kernels) see
     their device's graphs only. Under a plain ``jit`` with sharded inputs XLA treats such a
     custom call as unpartitionable and replicates its operands (reported for Pallas/Triton
-    kernels in jax-ml/jax-triton#163; not measured here: the multi-GPU sampling rows of
-    docs/benchmarks.md predate this).
+    kernels in jax-ml/jax-triton#163; not measured in ddgjax).
     """
     several = mesh is not None and mesh.devices.size > 1
     key = (model, sampler, mesh if several else None)
