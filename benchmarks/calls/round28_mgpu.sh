@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Round 28 (issue 12): the Mosaic GPU (wgmma) kernels against the Triton ones on one GPU.
 #   bash benchmarks/calls/round28_mgpu.sh OUT
-# 1. each kernel alone at the Planar-60 sampling shape (benchmarks/mgpu_kernels.py; calls
-#    2-5 of round 28 also scanned the compile cache with cuobjdump -sass, which could not
+# 1. each kernel alone at the Planar-60 sampling shape (benchmarks/mgpu_kernels.py, called
+#    mgpu_pair_mlp.py in calls 1-2 and run directly there, not through this driver; calls
+#    1-5 of round 28 also scanned the compile cache with cuobjdump -sass, which could not
 #    read the objects found there: the scan was removed);
 # 2. sampling 1024 Planar-60 graphs, 32 steps, bf16 + pallas, per backend (fresh process
 #    each, alternating, twice; SAMPLE_BACKENDS to choose; call 5 of round 28 also ran
