@@ -81,6 +81,18 @@ def test_samples_do_not_depend_on_the_device_count(workdir):
     assert sampling._batch_mesh(jnp.zeros(4)) is None
 
 
+def test_the_kernel_backend_is_part_of_the_compiled_samplers_key(workdir, monkeypatch):
+    """DDGJAX_PALLAS_BACKEND is read when a program is traced: a changed value gets its
+    own compiled sampler instead of the one traced under the old value."""
+    run = sampling.load_run(str(workdir))
+    sampler = run.process.sampler(None, False)
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "triton")
+    triton = sampling.compiled_sampler(run.model, sampler)
+    assert sampling.compiled_sampler(run.model, sampler) is triton
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    assert sampling.compiled_sampler(run.model, sampler) is not triton
+
+
 def test_bad_requests_are_sampling_errors(workdir):
     run = sampling.load_run(str(workdir))
     with pytest.raises(sampling.SamplingError, match="trained with max_nodes=20"):

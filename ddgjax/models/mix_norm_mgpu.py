@@ -17,7 +17,7 @@ caller passes the row mask split into "rows of the graph of the tile's first row
 per tile, ``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel
 does).
 
-GPU only (Hopper or newer); on CPU the Mosaic GPU interpreter runs it when asked
+GPU only (Hopper: wgmma is sm_90a's instruction); on CPU the Mosaic GPU interpreter runs it when asked
 (``interpret=True``, the tests), with the transposed operand copied into a scratch buffer
 first (the interpreter has no transposed MMA operands).
 """

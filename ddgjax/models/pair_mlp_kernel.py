@@ -95,7 +95,8 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
                     backend: str = "triton"):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
-    if backend == "mosaic" and not with_hidden and pair_mlp_mgpu.supported(m_rows, c, hidden):
+    if (backend == "mosaic" and not with_hidden and x.dtype == jnp.bfloat16
+            and pair_mlp_mgpu.supported(m_rows, c, hidden)):
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale,
                                        interpret=jax.default_backend() == "cpu")
     tm = tile_rows(m_rows)

@@ -17,7 +17,7 @@ transpose: ``h^T = w0[j]^T x^T`` (the ``x`` tile is read through a transposed vi
 shared-memory buffer), ``m_j^T = w1[j]^T h^T`` (``h^T`` staged in shared memory), both
 with ``M = H`` rows and the tile's rows as columns.
 
-GPU only (Hopper or newer). On CPU it runs in Pallas' Mosaic GPU interpreter when asked
+GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU interpreter when asked
 (``interpret=True``, the tests); the interpreter has no transposed MMA operands, so
 there the ``x`` tile is transposed into a scratch buffer first: the only place the two
 paths differ.

@@ -22,13 +22,16 @@ def available() -> bool:
 
 
 def kernel_backend() -> str:
-    """Which kernels the PPGN's ``pallas`` path runs: ``"mosaic"`` (``pair_mlp_mgpu`` and
-    ``mix_norm_mgpu``, persistent kernels on Hopper's wgmma; the default on GPUs of compute
-    capability 9.0 or newer) or ``"triton"`` (``pair_mlp_kernel``, ``mix_norm_kernel``; the
-    default elsewhere). The pair MLPs' gradient forward, which also writes the hidden
-    layers, is Triton's under either. ``DDGJAX_PALLAS_BACKEND=triton|mosaic`` overrides the
-    choice when a program is traced; on CPU ``mosaic`` runs the Mosaic GPU interpreter
-    (tests)."""
+    """Which kernels the PPGN's ``pallas`` path runs in its sampling forward: ``"mosaic"``
+    (``pair_mlp_mgpu`` and ``mix_norm_mgpu``, persistent kernels on Hopper's wgmma; the
+    default on GPUs of compute capability 9.x, i.e. H100/H200) or ``"triton"``
+    (``pair_mlp_kernel``, ``mix_norm_kernel``; the default elsewhere, Blackwell included:
+    wgmma is Hopper's instruction). Under differentiation (training) both kernels' forward
+    is Triton's whichever is chosen (the pair MLPs' writes the hidden layers; the Mosaic
+    mixing kernel made the bf16 train step slower, docs/benchmarks.md round 28).
+    ``DDGJAX_PALLAS_BACKEND=triton|mosaic`` overrides the choice; it is read when a program
+    is traced, so it must be set before the sampler is first compiled in a process. On CPU
+    with ``DDGJAX_PALLAS_INTERPRET=1`` ``mosaic`` runs the Mosaic GPU interpreter (tests)."""
     want = os.environ.get("DDGJAX_PALLAS_BACKEND", "").strip().lower()
     if want not in ("", "triton", "mosaic"):
         raise ValueError(f"DDGJAX_PALLAS_BACKEND: expected 'triton' or 'mosaic', got {want!r}")
@@ -36,12 +39,17 @@ def kernel_backend() -> str:
         return want
     if jax.default_backend() != "gpu":
         return "triton"
-    capability = getattr(jax.devices()[0], "compute_capability", "") or ""
+    return backend_for_capability(getattr(jax.devices()[0], "compute_capability", "") or "")
+
+
+def backend_for_capability(capability: str) -> str:
+    """The default kernels for a CUDA compute capability such as ``"9.0"``: ``"mosaic"``
+    on Hopper (9.x), ``"triton"`` for anything else or anything unreadable."""
     try:
         major = int(str(capability).split(".")[0])
     except ValueError:
         return "triton"
-    return "mosaic" if major >= 9 else "triton"
+    return "mosaic" if major == 9 else "triton"
 
 
 def call_options(env_prefix: str) -> dict:
