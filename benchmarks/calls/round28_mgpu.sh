@@ -10,7 +10,8 @@
 #    the warp-specialized pair-MLP kernel, since removed);
 # 3. the bf16 train step (batch 64) with pallas=true per backend, and with fused blocks
 #    (SKIP_TRAIN=1 skips it);
-# 4. the kernel tests on the GPU (compiled, not interpreted).
+# 4. the kernel tests on the GPU (JAX_PLATFORMS=cuda: tests/conftest.py otherwise pins the
+#    CPU backend, as it did in calls 3-5 of round 28, whose pytest logs are CPU runs).
 set -u
 OUT=${1:?OUT}
 mkdir -p "$OUT"
@@ -37,5 +38,6 @@ print('ROW', json.dumps(t('bfloat16', options=sys.argv[1:])))"
   DDGJAX_PALLAS_BACKEND=$1 timeout 150 python3 -c "$T" "$2" 2>&1 | grep ROW | sed "s/^/$1 $2 /" >> "$OUT/train.txt"
 done
 [ -f "$OUT/train.txt" ] && cut -c1-220 "$OUT/train.txt"
-timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_mgpu_kernels.py > "$OUT/pytest.log" 2>&1
+JAX_PLATFORMS=cuda timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_mgpu_kernels.py \
+  > "$OUT/pytest.log" 2>&1
 tail -2 "$OUT/pytest.log"
