@@ -11,7 +11,7 @@ its share of the row tiles (``x`` rows, the matching columns of the channels-fir
 ``prod``) through a TMA pipeline. It computes ``y^T = wx^T x^T + wp^T prod`` (``x``'s tile
 read through a transposed view of its shared-memory buffer, ``prod``'s as it lies), so
 the statistics are sums along the accumulator's rows; ``mix_with_stats`` transposes ``y^T``
-back, which XLA fuses into the norm that reads it. A tile may span two graphs: the
+back, which XLA can fuse into the norm that reads it. A tile may span two graphs: the
 caller passes the row mask split into "rows of the graph of the tile's first row" and
 "rows of the next graph" (``split_row_mask``), and the kernel writes both partial sums
 per tile, ``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel
