@@ -2,7 +2,8 @@
 
 The two per-entry MLPs (``pair_mlps``) and the mixing layer with its instance-norm
 statistics (``mix_with_stats``) at the Planar-60 sampling shape (1024 graphs x 60 x 60
-entries, 128 channels, bfloat16). Checks each kernel against a float32 reference from the
+entries, 128 channels, bfloat16; round 28 also timed an untransposed Mosaic mixing kernel,
+since removed). Checks each kernel against a float32 reference from the
 same bf16 inputs (relative error) and times each (median of repeated calls after warm-up,
 fresh random inputs per variant).
 
@@ -84,8 +85,6 @@ def main():  # noqa: C901 - one linear script
 
     mix_time("mix_xla", mix_ref, 11)
     mix_time("mix_triton", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 12)
-    mix_time("mix_mgpu_rows", lambda *v: mix_norm_mgpu.mix_with_stats(
-        *v, nodes_sq, transposed=False, interpret=cpu), 13)
     mix_time("mix_mgpu_t_steps2", lambda *v: mix_norm_mgpu.mix_with_stats(
         *v, nodes_sq, max_concurrent_steps=2, interpret=cpu), 14)
     mix_time("mix_mgpu_t", lambda *v: mix_norm_mgpu.mix_with_stats(
@@ -104,7 +103,6 @@ def main():  # noqa: C901 - one linear script
     kernel_only("mix_mgpu_t_kernel", 16)
     kernel_only("mix_mgpu_t_kernel_steps2", 19, max_concurrent_steps=2)
     kernel_only("mix_mgpu_t_kernel_nostats", 17, stats=False)
-    kernel_only("mix_mgpu_rows_kernel_nostats", 18, stats=False, transposed=False)
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
     with open(a.out, "w") as fh:

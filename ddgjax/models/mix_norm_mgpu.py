@@ -17,9 +17,9 @@ caller passes the row mask split into "rows of the graph of the tile's first row
 per tile, ``[tiles, 4, H]``, which a segment sum adds up per graph (as the Triton kernel
 does).
 
-GPU only (Hopper: wgmma is sm_90a's instruction); on CPU the Mosaic GPU interpreter runs it when asked
-(``interpret=True``, the tests), with the transposed operand copied into a scratch buffer
-first (the interpreter has no transposed MMA operands).
+GPU only (Hopper: wgmma is sm_90a's instruction); on CPU the Mosaic GPU interpreter runs it
+when asked (``interpret=True``, the tests), with the transposed operand copied into a
+scratch buffer first (the interpreter has no transposed MMA operands).
 """
 from __future__ import annotations
 
@@ -55,21 +55,21 @@ def split_row_mask(row_mask, nodes_sq: int, tm: int = TILE_ROWS):
 
 def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_steps: int = 3,
                           max_ctas: int | None = None, interpret: bool = False,
-                          transposed: bool = True, stats: bool = True):
+                          stats: bool = True):
     """The kernel.
 
     Args:
       x: ``[M, C]``; prod: ``[H, M]``; wx: ``[C, H]``; wp: ``[H, H]``; b: ``[H]``;
         split_mask: ``[2, M]`` float32 (``split_row_mask``).
-    Returns: ``y`` ``[M, H]`` in the dtype of ``x`` (``transposed``: ``y^T``, ``[H, M]``), and
-      float32 ``[M / 64, 4, H]``: per tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)``
-      (``w0, w1`` the two masks; zeros without ``stats``, a diagnostic).
+    Returns: ``y^T`` ``[H, M]`` in the dtype of ``x``, and float32 ``[M / 64, 4, H]``: per
+      tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)`` (``w0, w1`` the two masks;
+      zeros without ``stats``, a diagnostic).
 
-    ``transposed`` (the default) computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile
-    is the MMA's operand as it lies, and the statistics are sums along the accumulator's
-    rows (within a thread and its quad). Without it, ``y = x wx + prod^T wp``, sums down
-    the columns (across warps) and ``prod`` through a transposed view; on an H200 that
-    ran 3.1 ms against Triton's 2.05 at 1024 x 3600 rows (docs/benchmarks.md, round 28).
+    It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
+    it lies, and the statistics are sums along the accumulator's rows (within a thread and
+    its quad). The untransposed form, ``y = x wx + prod^T wp`` with sums down the columns
+    (across warps) and ``prod`` through a transposed view, ran 3.1 ms against Triton's
+    2.05 on an H200 at 1024 x 3600 rows (docs/benchmarks.md, round 28) and was removed.
     """
     m_rows, c = x.shape
     h = wx.shape[-1]
@@ -92,44 +92,30 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         def step(index, x_s, p_s, m0_s, m1_s):
             (i,) = index
             tile = first_tile + i
-            if transposed:                                        # acc = y^T - b, [H, TM]
-                if interpret:    # the interpreter has no transposed MMA operands
-                    scratch_t[0][...] = x_s[...].T
-                    x_t = scratch_t[0]
-                else:
-                    x_t = plgpu.transpose_ref(x_s, (1, 0))        # [C, TM]
-                operands = ((wx_s, x_t), (wp_s, p_s))
-                shape, bias_dims, mask_dims, sum_axis = (h, tm), [0], [1], 1
-                bias_layout, mask_layout = plgpu.Layout.WGMMA.reduce(1), plgpu.Layout.WGMMA.reduce(0)
-                out = y_g.at[:, pl.ds(tile * tm, tm)]
-            else:                                                 # acc = y - b, [TM, H]
-                if interpret:
-                    scratch_t[0][...] = p_s[...].T
-                    p_t = scratch_t[0]
-                else:
-                    p_t = plgpu.transpose_ref(p_s, (1, 0))        # [TM, H]
-                operands = ((x_s, wx_s), (p_t, wp_s))
-                shape, bias_dims, mask_dims, sum_axis = (tm, h), [1], [0], 0
-                bias_layout, mask_layout = plgpu.Layout.WGMMA.reduce(0), plgpu.Layout.WGMMA.reduce(1)
-                out = y_g.at[pl.ds(tile * tm, tm)]
+            if interpret:        # the interpreter has no transposed MMA operands
+                scratch_t[0][...] = x_s[...].T
+                x_t = scratch_t[0]
+            else:
+                x_t = plgpu.transpose_ref(x_s, (1, 0))            # [C, TM]
+            shape = (h, tm)                                       # acc = y^T - b
+            out = y_g.at[:, pl.ds(tile * tm, tm)]
 
             def mix(acc):
-                for a, b_ in operands:
-                    plgpu.wgmma(acc, a, b_)
+                plgpu.wgmma(acc, wx_s, x_t)
+                plgpu.wgmma(acc, wp_s, p_s)
                 return acc[...]
             d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
-            bias = load_vector(b_s, bias_layout, interpret)
+            bias = load_vector(b_s, plgpu.Layout.WGMMA.reduce(1), interpret)   # [H]
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
-            y_s[...] = (d + lax.broadcast_in_dim(bias, shape, bias_dims)).astype(dt)
+            y_s[...] = (d + lax.broadcast_in_dim(bias, shape, [0])).astype(dt)
             plgpu.commit_smem()
             plgpu.copy_smem_to_gmem(y_s, out)
             if stats:
                 for slot, m_s in enumerate((m0_s, m1_s)):
-                    w = lax.broadcast_in_dim(load_vector(m_s, mask_layout, interpret), shape,
-                                             mask_dims)
-                    dw = d * w
-                    s_g[tile, 2 * slot] = jnp.sum(dw, axis=sum_axis)
-                    s_g[tile, 2 * slot + 1] = jnp.sum(dw * d, axis=sum_axis)
+                    mask = load_vector(m_s, plgpu.Layout.WGMMA.reduce(0), interpret)  # [TM]
+                    dw = d * lax.broadcast_in_dim(mask, shape, [1])
+                    s_g[tile, 2 * slot] = jnp.sum(dw, axis=1)
+                    s_g[tile, 2 * slot + 1] = jnp.sum(dw * d, axis=1)
 
         plgpu.emit_pipeline(
             step, grid=(per_cta,),
@@ -143,25 +129,21 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         plgpu.wait_smem_to_gmem(0)
 
     options = {}
-    y_tile = (h, tm) if transposed else (tm, h)
-    w_tile = (h, c) if transposed else (c, h)
-    scratch = [plgpu.SMEM(w_tile, dt, transforms=smem_transforms(w_tile[1])),
-               plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
+    scratch = [plgpu.SMEM((h, c), dt, transforms=smem_transforms(c)),         # wx^T
+               plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),         # wp^T
                plgpu.SMEM((h,), jnp.float32),
-               plgpu.SMEM(y_tile, dt, transforms=smem_transforms(y_tile[1])),
+               plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),       # y^T staging
                plgpu.Barrier(num_barriers=3)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        t_tile = (c, tm) if transposed else (tm, h)
-        scratch.append(plgpu.SMEM(t_tile, dt, transforms=smem_transforms(t_tile[1])))
+        scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
     kernel = plgpu.kernel(
         mix_wgmma_kernel,
-        out_type=[jax.ShapeDtypeStruct((h, m_rows) if transposed else (m_rows, h), dt),
+        out_type=[jax.ShapeDtypeStruct((h, m_rows), dt),
                   jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    wx_, wp_ = (wx.T, wp.T) if transposed else (wx, wp)
-    y, partial = kernel(x, prod.astype(dt), wx_.astype(dt), wp_.astype(dt),
+    y, partial = kernel(x, prod.astype(dt), wx.T.astype(dt), wp.T.astype(dt),
                         b.astype(jnp.float32), split_mask[0], split_mask[1])
     if not stats:
         partial = jnp.zeros_like(partial)
@@ -174,8 +156,7 @@ def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
     m_rows = x.shape[0]
     y, partial = mix_with_partial_sums(x, prod, wx, wp, b, split_row_mask(row_mask, nodes_sq),
                                        **kw)
-    if kw.get("transposed", True):
-        y = y.T                       # [H, M] -> [M, H]; XLA may fuse it into the norm
+    y = y.T                           # [H, M] -> [M, H]; XLA may fuse it into the norm
     tiles = partial.shape[0]
     graphs = m_rows // nodes_sq
     first_graph = (jnp.arange(tiles) * TILE_ROWS) // nodes_sq

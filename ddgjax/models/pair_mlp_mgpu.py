@@ -17,10 +17,10 @@ transpose: ``h^T = w0[j]^T x^T`` (the ``x`` tile is read through a transposed vi
 shared-memory buffer), ``m_j^T = w1[j]^T h^T`` (``h^T`` staged in shared memory), both
 with ``M = H`` rows and the tile's rows as columns.
 
-GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU interpreter when asked
-(``interpret=True``, the tests); the interpreter has no transposed MMA operands, so
-there the ``x`` tile is transposed into a scratch buffer first: the only place the two
-paths differ.
+GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU
+interpreter when asked (``interpret=True``, the tests); the interpreter has no transposed
+MMA operands, so there the ``x`` tile is transposed into a scratch buffer first: the only
+place the two paths differ.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
-             w0_s, w1_s, b0_s, b1_s, h_s, o_s, bars, *xt_s):
+                               w0_s, w1_s, b0_s, b1_s, h_s, o_s, bars, *xt_s):
         for k, (src, dst) in enumerate(((w0_g, w0_s), (w1_g, w1_s), (b0_g, b0_s), (b1_g, b1_s))):
             plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
         for k in range(4):
@@ -158,7 +158,8 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
         scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
-    kernel = plgpu.kernel(pair_mlps_wgmma_kernel, out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
+    kernel = plgpu.kernel(pair_mlps_wgmma_kernel,
+                          out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
     out = kernel(x, w0t, b0.astype(jnp.float32), w1t, b1.astype(jnp.float32),
                  scale.astype(jnp.float32))
