@@ -29,9 +29,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import cta_count, load_vector, sm_count, smem_transforms
+from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
+                                         smem_transforms, tile_plan)
 
-TILE_ROWS = 64
 
 
 def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
@@ -72,14 +72,8 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     2.05 on an H200 at 1024 x 3600 rows (docs/benchmarks.md, round 28) and was removed.
     """
     m_rows, c = x.shape
-    h = wx.shape[-1]
-    dt = x.dtype
-    tm = TILE_ROWS
-    if m_rows % tm:
-        raise ValueError(f"mix_norm_mgpu: {m_rows} rows are not a multiple of {tm}")
-    tiles = m_rows // tm
-    ctas = cta_count(tiles, max_ctas or sm_count())
-    per_cta = tiles // ctas
+    h, dt, tm = wx.shape[-1], x.dtype, TILE_ROWS
+    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "mix_norm_mgpu")
 
     def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,
                          wx_s, wp_s, b_s, y_s, bars, *scratch_t):

@@ -64,6 +64,16 @@ def sm_count() -> int:
     return int(getattr(dev, "core_count", 0) or 132)
 
 
+def tile_plan(m_rows: int, max_ctas: int | None, kernel: str) -> tuple[int, int, int]:
+    """``(tiles, ctas, tiles_per_cta)`` for ``m_rows`` rows in tiles of ``TILE_ROWS``:
+    every CTA takes the same number of consecutive tiles (``cta_count``)."""
+    if m_rows % TILE_ROWS:
+        raise ValueError(f"{kernel}: {m_rows} rows are not a multiple of {TILE_ROWS}")
+    tiles = m_rows // TILE_ROWS
+    ctas = cta_count(tiles, max_ctas or sm_count())
+    return tiles, ctas, tiles // ctas
+
+
 def load_vector(ref, layout, interpret: bool):
     """A 1-D shared-memory vector in the register layout it will be broadcast from (the
     interpreter takes no layouts)."""
@@ -84,16 +94,10 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
     issuing the loads, ran no faster on an H100: 1.522 against 1.525 ms; round 28.)
     """
     m_rows, c = x.shape
-    h = w0.shape[-1]
-    dt = x.dtype
-    tm = TILE_ROWS
-    if m_rows % tm:
-        raise ValueError(f"pair_mlp_mgpu: {m_rows} rows are not a multiple of {tm}")
+    h, dt, tm = w0.shape[-1], x.dtype, TILE_ROWS
+    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
     w0t = jnp.swapaxes(w0, 1, 2).astype(dt)                         # [2, H, C]
     w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
-    tiles = m_rows // tm
-    ctas = cta_count(tiles, max_ctas or sm_count())
-    per_cta = tiles // ctas
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
