@@ -44,7 +44,8 @@ def main():  # noqa: C901 - one linear script
     a = p.parse_args()
     import jax
     import jax.numpy as jnp
-    from ddgjax.models import mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu
+    from ddgjax.models import (mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu,
+                               readout_mgpu)
 
     rows_m = a.graphs * a.nodes * a.nodes
     cpu = jax.default_backend() == "cpu"        # a smoke test: the kernels interpreted
@@ -58,16 +59,18 @@ def main():  # noqa: C901 - one linear script
     res["copy_tb_s"] = 2 * nbytes / res["copy_ms"] / 1e9
     del x0
 
-    def check_and_time(name, fn, args, reference):
+    def check_and_time(name, fn, args, reference, passes=3):
         """Relative error of every output against ``reference`` in float32 (from the same
-        bf16 inputs), then the median time."""
+        bf16 inputs), then the median time; ``tb_s`` counts ``passes`` [M, 128] bf16
+        tensors moved."""
+        as_tuple = lambda v: v if isinstance(v, (tuple, list)) else (v,)
         ref = jax.jit(lambda *v: reference(*(t.astype(jnp.float32) for t in v)))(*args)
         out = jax.jit(fn)(*args)
-        errs = [rel_err(o, r) for o, r in zip(out, ref)]
+        errs = [rel_err(o, r) for o, r in zip(as_tuple(out), as_tuple(ref))]
         del out, ref
         ms = timed(jax.jit(fn), args, a.repeats)
         row = {"name": name, "ms": ms, "rel_err": [e[0] for e in errs],
-               "finite": all(e[1] for e in errs), "tb_s": 3 * nbytes / ms / 1e9}
+               "finite": all(e[1] for e in errs), "tb_s": passes * nbytes / ms / 1e9}
         print(json.dumps(row), flush=True)
         res["variants"].append(row)
 
@@ -103,6 +106,25 @@ def main():  # noqa: C901 - one linear script
     kernel_only("mix_mgpu_t_kernel", 16)
     kernel_only("mix_mgpu_t_kernel_steps2", 19, max_concurrent_steps=2)
     kernel_only("mix_mgpu_t_kernel_nostats", 17, stats=False)
+    # the readout and residual layer over 8 block outputs: the PPGN's Linear path in XLA
+    # (bf16 partial products summed in bf16, as ``ppgn.Linear`` does) against the kernel
+    def xla_readout(x0, *rest):
+        xs, (w0, ws, b, wr, br) = rest[:-5], rest[-5:]
+        z = jnp.einsum("mc,ch->mh", x0, w0)
+        for x, w in zip(xs, ws):
+            z = z + jnp.einsum("mc,ch->mh", x, w)
+        z = z + b
+        r = jnp.einsum("mh,hk->mk", z, wr) + br
+        return (z + jnp.maximum(r, 0.01 * r)).T
+
+    ro_args = readout_mgpu.random_inputs(rows_m, seed=21)
+    flat_args = (ro_args[0], *ro_args[1], *ro_args[2:])
+    unflat = lambda f: (lambda x0, *rest: f(x0, tuple(rest[:-5]), *rest[-5:]))
+    check_and_time("readout_xla", xla_readout, flat_args,
+                   unflat(readout_mgpu.readout_reference), passes=9)
+    check_and_time("readout_mgpu", unflat(lambda *v: readout_mgpu.readout(*v, interpret=cpu)),
+                   flat_args, unflat(readout_mgpu.readout_reference), passes=9)
+    del ro_args, flat_args
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
     with open(a.out, "w") as fh:

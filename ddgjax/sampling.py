@@ -32,7 +32,7 @@ from ddgjax import checkpoints, input_pipeline
 from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
 from ddgjax.models import abstract_params, model_from_config
-from ddgjax.models.pallas_launch import kernel_backend
+from ddgjax.models.pallas_launch import trace_settings
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate
 from ddgjax.processes import NoiseProcess, Sampler, process_from_config
 from ddgjax.workdir import WorkdirError, read_run_record
@@ -112,9 +112,10 @@ _COMPILED: dict = {}
 def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     """Jitted ``(params, keys [B], node_mask [B, N]) -> sampler(model.apply(params), ...)``.
 
-    One compiled function per (model, sampler, mesh, Pallas kernel backend), so repeated
+    One compiled function per (model, sampler, mesh, Pallas kernel settings), so repeated
     ``generate`` calls (several seeds, several checkpoints of one model) compile once per
-    batch shape, and a changed ``DDGJAX_PALLAS_BACKEND`` compiles anew.
+    batch shape, and a changed ``DDGJAX_PALLAS_BACKEND`` or ``DDGJAX_MGPU_READOUT``
+    compiles anew.
 
     With a ``mesh`` of several devices the sampler runs on each device's slice of the batch
     (``jax.shard_map`` over ``AXIS``; keys and masks split over it, parameters replicated).
@@ -125,7 +126,7 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     kernels in jax-ml/jax-triton#163; not measured in ddgjax).
     """
     several = mesh is not None and mesh.devices.size > 1
-    key = (model, sampler, mesh if several else None, kernel_backend())
+    key = (model, sampler, mesh if several else None, trace_settings())
     if key not in _COMPILED:
         def run(params, keys, node_mask):
             denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
@@ -157,7 +158,7 @@ def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
     in one sampling pass."""
     leaves, tree = jax.tree_util.tree_flatten((params, keys, node_mask))
     sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves),
-           kernel_backend())
+           trace_settings())
     if sig in _EXECUTABLES:
         return _EXECUTABLES[sig], 0.0
     t0 = time.time()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ddgjax.models import (build_model, mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel,
-                           pair_mlp_mgpu, pallas_launch)
+                           pair_mlp_mgpu, pallas_launch, readout_mgpu)
 from helpers import random_batch
 from test_models import T, noise_inputs, random_params
 
@@ -156,3 +156,54 @@ def test_mosaic_takes_bfloat16_only(monkeypatch):
     margs = [a.astype(jnp.float32) for a in mix_norm_mgpu.random_inputs(2, 64)]
     program = str(jax.make_jaxpr(lambda *v: mix_norm_kernel.mix_with_stats(*v, 64))(*margs))
     assert "pallas_call" in program and "mix_wgmma_kernel" not in program
+
+
+@pytest.mark.parametrize("blocks, max_ctas", [(8, 3), (2, 2), (1, 2)])
+def test_readout_kernel_equals_the_reference(blocks, max_ctas):
+    """The readout and residual layer, channels first: 6 tiles over 3 or 2 CTAs, with 8, 2
+    or 1 block outputs (with fewer blocks than ring buffers the loads run a tile or two
+    ahead)."""
+    args = readout_mgpu.random_inputs(64 * 6, k_blocks=blocks, seed=blocks)
+    got = readout_mgpu.readout(*args, max_ctas=max_ctas, interpret=ON_CPU)
+    want = readout_mgpu.readout_reference(*args)
+    assert got.shape == (128, 64 * 6) and got.dtype == jnp.bfloat16
+    assert np.isfinite(np.asarray(got, np.float32)).all()
+    assert _rel(got, want) < 5e-3
+
+
+def test_readout_kernel_shapes():
+    assert readout_mgpu.supported(64 * 10, 3, [128] * 8, 128)
+    assert not readout_mgpu.supported(64 * 10, 17, [128] * 8, 128)     # too many inputs
+    assert not readout_mgpu.supported(64 * 10, 3, [128, 64], 128)
+    assert not readout_mgpu.supported(64 * 10 + 8, 3, [128] * 8, 128)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        readout_mgpu.readout(*readout_mgpu.random_inputs(100, k_blocks=1), interpret=ON_CPU)
+
+
+def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):
+    """DDGJAX_MGPU_READOUT=1 (with the mosaic backend) runs the readout kernel in the
+    forward, with the same parameters, and gives the Linear path's logits; under
+    differentiation the XLA reference runs, with the Linear path's gradients to bf16."""
+    kw = dict(hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
+    model = build_model("ppgn", T, **kw)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=2))
+    adj, nm = random_batch(6, [8, 5, 8, 7], 8)
+    t, lv = noise_inputs(4, seed=4)
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    outs, grads = {}, {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("DDGJAX_MGPU_READOUT", flag)
+        apply = lambda p: model.apply(p, adj, nm, t, lv)   # a new function: a new trace
+        loss = lambda p: (apply(p) * jnp.tanh(adj)).sum()
+        program = str(jax.make_jaxpr(apply)(params))
+        assert ("readout_wgmma_kernel" in program) == (flag == "1")
+        assert "readout_wgmma_kernel" not in str(jax.make_jaxpr(jax.grad(loss))(params))
+        outs[flag] = np.asarray(jax.jit(apply)(params))
+        grads[flag] = jax.jit(jax.grad(loss))(params)
+    assert np.isfinite(outs["1"]).all()
+    assert _rel(outs["1"], outs["0"]) < 1e-2
+    flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
+    assert _rel(flat(grads["1"]), flat(grads["0"])) < 2e-2
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "yes")
+    with pytest.raises(ValueError, match="DDGJAX_MGPU_READOUT"):
+        pallas_launch.mosaic_readout()

@@ -42,6 +42,22 @@ def kernel_backend() -> str:
     return backend_for_capability(getattr(jax.devices()[0], "compute_capability", "") or "")
 
 
+def mosaic_readout() -> bool:
+    """Whether the PPGN's readout and residual layer run as one Mosaic GPU kernel
+    (``readout_mgpu``) under the ``mosaic`` backend: ``DDGJAX_MGPU_READOUT=1``. Off by
+    default until timed on a GPU (built in round 28 without GPU time left; read when a
+    program is traced)."""
+    value = os.environ.get("DDGJAX_MGPU_READOUT", "0").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"DDGJAX_MGPU_READOUT: expected 0 or 1, got {value!r}")
+    return value == "1"
+
+
+def trace_settings() -> tuple:
+    """The environment settings a traced PPGN program depends on (for cache keys)."""
+    return kernel_backend(), mosaic_readout()
+
+
 def backend_for_capability(capability: str) -> str:
     """The default kernels for a CUDA compute capability such as ``"9.0"``: ``"mosaic"``
     on Hopper (9.x), ``"triton"`` for anything else or anything unreadable."""

@@ -50,7 +50,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import mix_norm_kernel, pair_mlp_kernel
+from ddgjax.models import mix_norm_kernel, pair_mlp_kernel, pallas_launch, readout_mgpu
 from ddgjax.models.common import (NORMS, block_norm, check_inputs, instance_norm_from_sums,
                                   masked_instance_norm_one_pass, node_counts, square_mask,
                                   symmetrize_and_mask)
@@ -409,11 +409,34 @@ class PPGN(nn.Module):
                 x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
             outs.append(x)
         # Dense(C_0 + d*h -> h) on the concatenation of input (C_0 channels) and block outputs.
-        z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
-        z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
-        logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
+        rows = bsz * n_max * n_max
+        c0 = x0.shape[-1]
+        if (use_kernels and pallas_launch.kernel_backend() == "mosaic"
+                and pallas_launch.mosaic_readout()
+                and readout_mgpu.supported(rows, c0, [o.shape[-1] for o in outs[1:]],
+                                           self.hidden)):
+            logits = self.readout_kernel(outs, rows)
+        else:
+            z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
+            z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
+            logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
         return symmetrize_and_mask(logits, node_mask)
+
+    def readout_kernel(self, outs, rows: int):
+        """The readout, residual and output layers with ``readout_mgpu``'s kernel for the
+        first two (the same parameters as the ``Linear`` path): float32 ``[B, N, N]``."""
+        h, cdt = self.hidden, self.compute_dtype
+        c0 = outs[0].shape[-1]
+        k_read, b_read = DenseParams(h, name="readout")(c0 + sum(o.shape[-1] for o in outs[1:]))
+        k_res, b_res = DenseParams(h, name="residual")(h)
+        k_out, b_out = DenseParams(1, name="out")(h)
+        zt = readout_mgpu.readout_differentiable(
+            outs[0].reshape(rows, c0).astype(cdt),
+            tuple(o.reshape(rows, h).astype(cdt) for o in outs[1:]),
+            k_read[:c0], k_read[c0:].reshape(len(outs) - 1, h, h), b_read, k_res, b_res)
+        logits = jnp.einsum("hm,h->m", zt.astype(jnp.float32), k_out[:, 0]) + b_out[0]
+        return logits.reshape(outs[0].shape[:3])
 
     def film_vectors(self, noise_level, node_mask):
         """FiLM's ``(gamma, beta)`` of each block: ``num_blocks`` x float32 ``[B, 2h]``, from

@@ -1,0 +1,219 @@
+"""The PPGN's readout and residual layer as one persistent Mosaic GPU kernel (Hopper ``wgmma``).
+
+Computes, for every entry (row) ``m``,
+
+    z   = x_0 @ w_0 + sum_k x_k @ w_k + b           (the readout Dense over [x_0, x_1..x_K])
+    out = z + leaky_relu(z @ w_r + b_r)              (the residual layer)
+
+and writes ``out`` channels first (``[H, M]``, bfloat16); the output layer Dense(H -> 1)
+stays in XLA. XLA runs the readout as K + 1 partial GEMMs and their sums, each a pass
+over a ``[M, H]`` tensor; here every block output ``x_k`` is read once and ``out`` written
+once.
+
+The weights do not fit in shared memory (``K x 128 x 128`` bf16: 256 KB at K = 8), so each
+tile of 64 rows streams them with its inputs: a ring of three (``w_k^T``, ``x_k`` tile)
+buffers, filled by TMA two steps ahead of the MMA that reads them, steps running over
+(tile, k). ``x_0`` (the input channels, zero-padded to 16) and ``w_0`` enter through a
+small MMA that starts each tile's accumulator. Everything is transposed, as in
+``pair_mlp_mgpu``: ``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
+
+GPU only (Hopper); on CPU the Mosaic GPU interpreter runs it when asked
+(``interpret=True``, the tests), with the transposed operands copied into scratch buffers
+first (the interpreter has no transposed MMA operands).
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
+                                         smem_transforms, tile_plan)
+
+NEGATIVE_SLOPE = 0.01
+INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
+RING = 3                    # (w_k^T, x_k tile) buffers in flight
+
+
+def supported(m: int, c0: int, widths, h: int) -> bool:
+    """Whole tiles, at most ``INPUT_WIDTH`` input channels, 128-wide block outputs and
+    features, and enough tiles to give most SMs an equal share."""
+    if h != 128 or c0 > INPUT_WIDTH or any(w != 128 for w in widths) or m % TILE_ROWS:
+        return False
+    tiles = m // TILE_ROWS
+    sms = sm_count()
+    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+
+
+def readout_reference(x0, xs, w0, ws, b, wr, br):
+    """The function the kernel computes, in XLA (float32 accumulation, the residual's
+    input rounded to ``x0``'s dtype as the kernel's MMA reads it).
+
+    Args: x0 ``[M, C0]``; xs K x ``[M, 128]``; w0 ``[C0, H]``; ws ``[K, 128, H]``; b, br
+      ``[H]``; wr ``[H, H]``. Returns ``out^T`` ``[H, M]`` in ``x0``'s dtype.
+    """
+    f32 = jnp.float32
+    z = jnp.einsum("mc,ch->hm", x0, w0.astype(x0.dtype), preferred_element_type=f32)
+    for x, w in zip(xs, ws):
+        z = z + jnp.einsum("mc,ch->hm", x, w.astype(x.dtype), preferred_element_type=f32)
+    z = z + b.astype(f32)[:, None]
+    r = jnp.einsum("hm,hk->km", z.astype(x0.dtype), wr.astype(x0.dtype),
+                   preferred_element_type=f32) + br.astype(f32)[:, None]
+    return (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
+
+
+def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
+            interpret: bool = False):
+    """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
+    zero-padded to ``INPUT_WIDTH`` channels here)."""
+    m_rows, c0 = x0.shape
+    k_blocks = len(xs)
+    h, dt, tm = ws.shape[-1], x0.dtype, TILE_ROWS
+    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu")
+    x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
+    w0t = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).T.astype(dt)           # [H, 16]
+    wst = jnp.swapaxes(ws, 1, 2).astype(dt)                                   # [K, H, 128]
+    wrt = wr.T.astype(dt)                                                     # [H, H]
+    biases = jnp.stack([b, br]).astype(jnp.float32)                           # [2, H]
+    steps = per_cta * k_blocks
+
+    def readout_wgmma_kernel(x0_g, *refs):
+        xs_g = refs[:k_blocks]
+        (w0_g, ws_g, wr_g, b_g, out_g, w0_s, wr_s, b_s, x0_s, ring_x, ring_w, z_s,
+         const_bars, x0_bars, x_bars, w_bars, *scratch) = refs[k_blocks:]
+        for j, (src, dst) in enumerate(((w0_g, w0_s), (wr_g, wr_s), (b_g, b_s))):
+            plgpu.copy_gmem_to_smem(src, dst, const_bars.at[j])
+        first_tile = lax.axis_index("cta") * per_cta
+
+        def rows(t):
+            return pl.ds((first_tile + t) * tm, tm)
+
+        def fetch_x0(t):
+            plgpu.copy_gmem_to_smem(x0_g.at[rows(t)], x0_s.at[t % 2], x0_bars.at[t % 2])
+
+        def fetch(step_tile, k, slot):
+            """Step (tile ``step_tile``, block ``k``, static) into ring ``slot``."""
+            plgpu.copy_gmem_to_smem(xs_g[k].at[rows(step_tile)], ring_x.at[slot],
+                                    x_bars.at[slot])
+            plgpu.copy_gmem_to_smem(ws_g.at[k], ring_w.at[slot], w_bars.at[slot])
+
+        fetch_x0(0)
+        for s in range(min(RING - 1, steps)):            # the first steps, tile 0 (and 1)
+            fetch(s // k_blocks, s % k_blocks, s)
+        for j in range(3):
+            plgpu.barrier_wait(const_bars.at[j])
+
+        def transposed(ref, which):
+            if interpret:
+                scratch[which][...] = ref[...].T
+                return scratch[which]
+            return plgpu.transpose_ref(ref, (1, 0))
+
+        def tile_body(t, carry):
+            plgpu.barrier_wait(x0_bars.at[t % 2])
+
+            def accumulate(acc):
+                plgpu.wgmma(acc, w0_s, transposed(x0_s.at[t % 2], 0))
+
+                @pl.when(t + 1 < per_cta)
+                def _next_x0():
+                    fetch_x0(t + 1)
+
+                for k in range(k_blocks):
+                    step = t * k_blocks + k
+                    slot = lax.rem(step, RING)
+                    plgpu.barrier_wait(x_bars.at[slot])
+                    plgpu.barrier_wait(w_bars.at[slot])
+                    plgpu.wgmma(acc, ring_w.at[slot], transposed(ring_x.at[slot], 1))
+                    # the MMA of step - 1 is done: its slot takes step + RING - 1
+                    ahead = k + RING - 1
+                    ahead_tile = t + ahead // k_blocks
+
+                    @pl.when(ahead_tile < per_cta)
+                    def _prefetch():
+                        fetch(ahead_tile, ahead % k_blocks, lax.rem(step + RING - 1, RING))
+                return acc[...]
+
+            z = pl.run_scoped(accumulate, plgpu.ACC((h, tm), jnp.float32))      # [H, TM]
+            bias = load_vector(b_s.at[0], plgpu.Layout.WGMMA.reduce(1), interpret)
+            z = z + lax.broadcast_in_dim(bias, (h, tm), [0])
+            plgpu.wait_smem_to_gmem(0, wait_read_only=True)      # z_s: last tile's copy read
+            z_s[...] = z.astype(dt)
+            plgpu.commit_smem()
+
+            def residual(acc):
+                plgpu.wgmma(acc, wr_s, z_s)
+                return acc[...]
+            r = pl.run_scoped(residual, plgpu.ACC((h, tm), jnp.float32))
+            bias = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
+            r = r + lax.broadcast_in_dim(bias, (h, tm), [0])
+            z_s[...] = (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(dt)
+            plgpu.commit_smem()
+            plgpu.copy_smem_to_gmem(z_s, out_g.at[:, rows(t)])
+            return carry
+
+        lax.fori_loop(0, per_cta, tile_body, 0)
+        plgpu.wait_smem_to_gmem(0)
+
+    options = {}
+    scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
+               plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
+               plgpu.SMEM((2, h), jnp.float32),
+               plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
+               plgpu.SMEM((RING, tm, 128), dt, transforms=smem_transforms(128)),
+               plgpu.SMEM((RING, h, 128), dt, transforms=smem_transforms(128)),
+               plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
+               plgpu.Barrier(num_barriers=3), plgpu.Barrier(num_barriers=2),
+               plgpu.Barrier(num_barriers=RING), plgpu.Barrier(num_barriers=RING)]
+    if interpret:
+        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
+        options["interpret"] = InterpretGPUParams()
+        scratch += [plgpu.SMEM((INPUT_WIDTH, tm), dt, transforms=smem_transforms(tm)),
+                    plgpu.SMEM((128, tm), dt, transforms=smem_transforms(tm))]
+    kernel = plgpu.kernel(readout_wgmma_kernel,
+                          out_type=jax.ShapeDtypeStruct((h, m_rows), dt),
+                          scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
+    return kernel(x0p.astype(dt), *[x.astype(dt) for x in xs], w0t, wst, wrt, biases)
+
+
+def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
+                  dtype=jnp.bfloat16):
+    """Random arguments of ``readout`` at the PPGN's init scales (tests, benchmarks)."""
+    ks = jax.random.split(jax.random.key(seed), 7)
+    fan_in = c0 + 128 * k_blocks
+    x0 = jax.random.normal(ks[0], (m_rows, c0), dtype)
+    xs = tuple(jax.random.normal(k, (m_rows, 128), dtype)
+               for k in jax.random.split(ks[1], k_blocks))
+    w0 = (jax.random.normal(ks[2], (c0, 128)) / math.sqrt(fan_in)).astype(dtype)
+    ws = (jax.random.normal(ks[3], (k_blocks, 128, 128)) / math.sqrt(fan_in)).astype(dtype)
+    b = (0.1 * jax.random.normal(ks[4], (128,))).astype(dtype)
+    wr = (jax.random.normal(ks[5], (128, 128)) / math.sqrt(128)).astype(dtype)
+    br = (0.1 * jax.random.normal(ks[6], (128,))).astype(dtype)
+    return x0, xs, w0, ws, b, wr, br
+
+
+def _readout_primal(x0, xs, w0, ws, b, wr, br):
+    return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu")
+
+
+@jax.custom_vjp
+def readout_differentiable(x0, xs, w0, ws, b, wr, br):
+    """``readout`` where nothing differentiates it; under differentiation the XLA
+    reference runs (forward and gradient: the kernel has no backward)."""
+    return _readout_primal(x0, xs, w0, ws, b, wr, br)
+
+
+def _fwd(*args):
+    out, vjp = jax.vjp(readout_reference, *args)
+    return out, vjp
+
+
+def _bwd(vjp, g):
+    return vjp(g)
+
+
+readout_differentiable.defvjp(_fwd, _bwd)
