@@ -122,8 +122,10 @@ def main():  # noqa: C901 - one linear script
     unflat = lambda f: (lambda x0, *rest: f(x0, tuple(rest[:-5]), *rest[-5:]))
     check_and_time("readout_xla", xla_readout, flat_args,
                    unflat(readout_mgpu.readout_reference), passes=9)
-    check_and_time("readout_mgpu", unflat(lambda *v: readout_mgpu.readout(*v, interpret=cpu)),
-                   flat_args, unflat(readout_mgpu.readout_reference), passes=9)
+    for tm in (64, 128):
+        check_and_time(f"readout_mgpu_tm{tm}", unflat(lambda *v, tm=tm: readout_mgpu.readout(
+            *v, interpret=cpu, tile_rows=tm)), flat_args,
+            unflat(readout_mgpu.readout_reference), passes=9)
     del ro_args, flat_args
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)

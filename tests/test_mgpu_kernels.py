@@ -158,13 +158,15 @@ def test_mosaic_takes_bfloat16_only(monkeypatch):
     assert "pallas_call" in program and "mix_wgmma_kernel" not in program
 
 
-@pytest.mark.parametrize("blocks, max_ctas", [(8, 3), (2, 2), (1, 2)])
-def test_readout_kernel_equals_the_reference(blocks, max_ctas):
-    """The readout and residual layer, channels first: 6 tiles over 3 or 2 CTAs, with 8, 2
-    or 1 block outputs (with fewer blocks than ring buffers the loads run a tile or two
-    ahead)."""
+@pytest.mark.parametrize("blocks, max_ctas, tile_rows",
+                         [(8, 3, 64), (2, 2, 64), (1, 2, 64), (8, 3, 128), (1, 1, 128)])
+def test_readout_kernel_equals_the_reference(blocks, max_ctas, tile_rows):
+    """The readout and residual layer, channels first: 384 rows in tiles of 64 (ring of
+    three) or 128 (ring of two) over 1-3 CTAs, with 8, 2 or 1 block outputs (with fewer
+    blocks than ring buffers the loads run a tile or two ahead)."""
     args = readout_mgpu.random_inputs(64 * 6, k_blocks=blocks, seed=blocks)
-    got = readout_mgpu.readout(*args, max_ctas=max_ctas, interpret=ON_CPU)
+    got = readout_mgpu.readout(*args, max_ctas=max_ctas, interpret=ON_CPU,
+                               tile_rows=tile_rows)
     want = readout_mgpu.readout_reference(*args)
     assert got.shape == (128, 64 * 6) and got.dtype == jnp.bfloat16
     assert np.isfinite(np.asarray(got, np.float32)).all()
@@ -178,6 +180,9 @@ def test_readout_kernel_shapes():
     assert not readout_mgpu.supported(64 * 10 + 8, 3, [128] * 8, 128)
     with pytest.raises(ValueError, match="multiple of 64"):
         readout_mgpu.readout(*readout_mgpu.random_inputs(100, k_blocks=1), interpret=ON_CPU)
+    with pytest.raises(ValueError, match="tile_rows"):
+        readout_mgpu.readout(*readout_mgpu.random_inputs(256, k_blocks=1), interpret=ON_CPU,
+                             tile_rows=256)
 
 
 def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):

@@ -64,12 +64,13 @@ def sm_count() -> int:
     return int(getattr(dev, "core_count", 0) or 132)
 
 
-def tile_plan(m_rows: int, max_ctas: int | None, kernel: str) -> tuple[int, int, int]:
-    """``(tiles, ctas, tiles_per_cta)`` for ``m_rows`` rows in tiles of ``TILE_ROWS``:
+def tile_plan(m_rows: int, max_ctas: int | None, kernel: str,
+              tile_rows: int = TILE_ROWS) -> tuple[int, int, int]:
+    """``(tiles, ctas, tiles_per_cta)`` for ``m_rows`` rows in tiles of ``tile_rows``:
     every CTA takes the same number of consecutive tiles (``cta_count``)."""
-    if m_rows % TILE_ROWS:
-        raise ValueError(f"{kernel}: {m_rows} rows are not a multiple of {TILE_ROWS}")
-    tiles = m_rows // TILE_ROWS
+    if m_rows % tile_rows:
+        raise ValueError(f"{kernel}: {m_rows} rows are not a multiple of {tile_rows}")
+    tiles = m_rows // tile_rows
     ctas = cta_count(tiles, max_ctas or sm_count())
     return tiles, ctas, tiles // ctas
 

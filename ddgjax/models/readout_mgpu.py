@@ -11,9 +11,10 @@ over a ``[M, H]`` tensor; here every block output ``x_k`` is read once and ``out
 once.
 
 The weights do not fit in shared memory (``K x 128 x 128`` bf16: 256 KB at K = 8), so each
-tile of 64 rows streams them with its inputs: a ring of three (``w_k^T``, ``x_k`` tile)
-buffers, filled by TMA two steps ahead of the MMA that reads them, steps running over
-(tile, k). ``x_0`` (the input channels, zero-padded to 16) and ``w_0`` enter through a
+tile of rows streams them with its inputs: a ring of (``w_k^T``, ``x_k`` tile) buffers,
+filled by TMA ahead of the MMA that reads them, steps running over (tile, k). Tiles of 64
+rows use a ring of three (loads two steps ahead), tiles of 128 a ring of two (one step
+ahead; half the weight reads from L2 per row, the larger accumulator). ``x_0`` (the input channels, zero-padded to 16) and ``w_0`` enter through a
 small MMA that starts each tile's accumulator. Everything is transposed, as in
 ``pair_mlp_mgpu``: ``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
 
@@ -36,7 +37,7 @@ from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_c
 
 NEGATIVE_SLOPE = 0.01
 INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
-RING = 3                    # (w_k^T, x_k tile) buffers in flight
+RINGS = {64: 3, 128: 2}     # (w_k^T, x_k tile) buffers per tile size (shared memory)
 
 
 def supported(m: int, c0: int, widths, h: int) -> bool:
@@ -50,8 +51,9 @@ def supported(m: int, c0: int, widths, h: int) -> bool:
 
 
 def readout_reference(x0, xs, w0, ws, b, wr, br):
-    """The function the kernel computes, in XLA (float32 accumulation, the residual's
-    input rounded to ``x0``'s dtype as the kernel's MMA reads it).
+    """The function the kernel computes, in XLA (float32 accumulation; ``z`` rounded to
+    ``x0``'s dtype, as the kernel stages it for the residual's MMA and reads it back, and
+    as the ``Linear`` path holds it).
 
     Args: x0 ``[M, C0]``; xs K x ``[M, 128]``; w0 ``[C0, H]``; ws ``[K, 128, H]``; b, br
       ``[H]``; wr ``[H, H]``. Returns ``out^T`` ``[H, M]`` in ``x0``'s dtype.
@@ -61,19 +63,23 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
     for x, w in zip(xs, ws):
         z = z + jnp.einsum("mc,ch->hm", x, w.astype(x.dtype), preferred_element_type=f32)
     z = z + b.astype(f32)[:, None]
-    r = jnp.einsum("hm,hk->km", z.astype(x0.dtype), wr.astype(x0.dtype),
+    z = z.astype(x0.dtype)               # as the residual's MMA reads it, and as the sum's
+    r = jnp.einsum("hm,hk->km", z, wr.astype(x0.dtype),
                    preferred_element_type=f32) + br.astype(f32)[:, None]
-    return (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
+    return (z.astype(f32) + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
-            interpret: bool = False):
+            interpret: bool = False, tile_rows: int = TILE_ROWS):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
-    zero-padded to ``INPUT_WIDTH`` channels here)."""
+    zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128)."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
-    h, dt, tm = ws.shape[-1], x0.dtype, TILE_ROWS
-    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu")
+    h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
+    if tm not in RINGS:
+        raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
+    ring = RINGS[tm]
+    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
     w0t = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).T.astype(dt)           # [H, 16]
     wst = jnp.swapaxes(ws, 1, 2).astype(dt)                                   # [K, H, 128]
@@ -102,7 +108,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             plgpu.copy_gmem_to_smem(ws_g.at[k], ring_w.at[slot], w_bars.at[slot])
 
         fetch_x0(0)
-        for s in range(min(RING - 1, steps)):            # the first steps, tile 0 (and 1)
+        for s in range(min(ring - 1, steps)):            # the first steps
             fetch(s // k_blocks, s % k_blocks, s)
         for j in range(3):
             plgpu.barrier_wait(const_bars.at[j])
@@ -125,17 +131,17 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
 
                 for k in range(k_blocks):
                     step = t * k_blocks + k
-                    slot = lax.rem(step, RING)
+                    slot = lax.rem(step, ring)
                     plgpu.barrier_wait(x_bars.at[slot])
                     plgpu.barrier_wait(w_bars.at[slot])
                     plgpu.wgmma(acc, ring_w.at[slot], transposed(ring_x.at[slot], 1))
-                    # the MMA of step - 1 is done: its slot takes step + RING - 1
-                    ahead = k + RING - 1
+                    # the MMA of step - 1 is done: its slot takes step + ring - 1
+                    ahead = k + ring - 1
                     ahead_tile = t + ahead // k_blocks
 
                     @pl.when(ahead_tile < per_cta)
                     def _prefetch():
-                        fetch(ahead_tile, ahead % k_blocks, lax.rem(step + RING - 1, RING))
+                        fetch(ahead_tile, ahead % k_blocks, lax.rem(step + ring - 1, ring))
                 return acc[...]
 
             z = pl.run_scoped(accumulate, plgpu.ACC((h, tm), jnp.float32))      # [H, TM]
@@ -151,6 +157,9 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             r = pl.run_scoped(residual, plgpu.ACC((h, tm), jnp.float32))
             bias = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
             r = r + lax.broadcast_in_dim(bias, (h, tm), [0])
+            # z back from shared memory (bf16, as the Linear path holds it): no f32 z
+            # stays live beside r
+            z = load_vector(z_s, plgpu.Layout.WGMMA, interpret).astype(jnp.float32)
             z_s[...] = (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(dt)
             plgpu.commit_smem()
             plgpu.copy_smem_to_gmem(z_s, out_g.at[:, rows(t)])
@@ -164,11 +173,11 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, h), jnp.float32),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
-               plgpu.SMEM((RING, tm, 128), dt, transforms=smem_transforms(128)),
-               plgpu.SMEM((RING, h, 128), dt, transforms=smem_transforms(128)),
+               plgpu.SMEM((ring, tm, 128), dt, transforms=smem_transforms(128)),
+               plgpu.SMEM((ring, h, 128), dt, transforms=smem_transforms(128)),
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
                plgpu.Barrier(num_barriers=3), plgpu.Barrier(num_barriers=2),
-               plgpu.Barrier(num_barriers=RING), plgpu.Barrier(num_barriers=RING)]
+               plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
