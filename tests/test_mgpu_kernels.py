@@ -212,3 +212,21 @@ def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):
     monkeypatch.setenv("DDGJAX_MGPU_READOUT", "yes")
     with pytest.raises(ValueError, match="DDGJAX_MGPU_READOUT"):
         pallas_launch.mosaic_readout()
+
+
+def test_readout_kernel_under_vmap_merges_the_graphs(monkeypatch):
+    """The per-graph (vmapped) PPGN call with the readout kernel, as the completion sampler
+    makes it, runs one kernel call on the merged rows and matches the batched call."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "1")
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(8, [8, 6, 8, 3], 8)
+    t, lv = noise_inputs(4, seed=5)
+    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
+    program = str(jax.make_jaxpr(jax.vmap(one))(adj, nm, t, lv))
+    assert "readout_wgmma_kernel" in program
+    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
+    batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
+    assert _rel(per_graph, batched) < 1e-2

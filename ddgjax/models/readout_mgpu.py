@@ -205,8 +205,30 @@ def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
     return x0, xs, w0, ws, b, wr, br
 
 
+@jax.custom_batching.custom_vmap
 def _readout_primal(x0, xs, w0, ws, b, wr, br):
     return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu")
+
+
+@_readout_primal.def_vmap
+def _readout_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br):
+    """Under ``vmap`` (the per-graph completion sampler) the examples' rows are one kernel
+    call: ``[V, M, C]`` -> ``[V * M, C]``, and ``[H, V * M]`` back to ``[V, H, M]``. Batched
+    weights (never the PPGN's) take the reference instead."""
+    x0_b, xs_b, *w_b = in_batched
+    if any(jax.tree_util.tree_leaves(w_b)):
+        axes = jax.tree_util.tree_map(lambda v: 0 if v else None, tuple(in_batched))
+        return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
+    full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
+    x0, xs = full(x0, x0_b), tuple(full(x, bx) for x, bx in zip(xs, xs_b))
+    m_rows = x0.shape[1]
+    rows = axis_size * m_rows
+    merged = lambda v: v.reshape((rows,) + v.shape[2:])
+    if not supported(rows, x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
+        axes = (0, tuple(0 for _ in xs), None, None, None, None, None)
+        return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
+    out = _readout_primal(merged(x0), tuple(merged(x) for x in xs), w0, ws, b, wr, br)
+    return jnp.swapaxes(out.reshape(out.shape[0], axis_size, m_rows), 0, 1), True
 
 
 @jax.custom_vjp
