@@ -106,26 +106,35 @@ def main():  # noqa: C901 - one linear script
     kernel_only("mix_mgpu_t_kernel", 16)
     kernel_only("mix_mgpu_t_kernel_steps2", 19, max_concurrent_steps=2)
     kernel_only("mix_mgpu_t_kernel_nostats", 17, stats=False)
-    # the readout and residual layer over 8 block outputs: the PPGN's Linear path in XLA
-    # (bf16 partial products summed in bf16, as ``ppgn.Linear`` does) against the kernel
-    def xla_readout(x0, *rest):
-        xs, (w0, ws, b, wr, br) = rest[:-5], rest[-5:]
+    # the readout, residual and output layers over 8 block outputs, to the logits: the
+    # PPGN's Linear path in XLA (bf16 partial products summed in bf16, as ``ppgn.Linear``
+    # does; the output Dense in float32) against the kernel and the output Dense
+    def xla_logits(x0, *rest):
+        xs, (w0, ws, b, wr, br, w_out) = rest[:-6], rest[-6:]
         z = jnp.einsum("mc,ch->mh", x0, w0)
         for x, w in zip(xs, ws):
             z = z + jnp.einsum("mc,ch->mh", x, w)
         z = z + b
         r = jnp.einsum("mh,hk->mk", z, wr) + br
-        return (z + jnp.maximum(r, 0.01 * r)).T
+        z = z + jnp.maximum(r, 0.01 * r)
+        return jnp.einsum("mh,h->m", z.astype(jnp.float32), w_out.astype(jnp.float32))
+
+    def logits_with(readout_fn):
+        def run(x0, *rest):
+            xs, (w0, ws, b, wr, br, w_out) = rest[:-6], rest[-6:]
+            zt = readout_fn(x0, tuple(xs), w0, ws, b, wr, br)
+            return jnp.einsum("hm,h->m", zt.astype(jnp.float32), w_out.astype(jnp.float32))
+        return run
 
     ro_args = readout_mgpu.random_inputs(rows_m, seed=21)
-    flat_args = (ro_args[0], *ro_args[1], *ro_args[2:])
-    unflat = lambda f: (lambda x0, *rest: f(x0, tuple(rest[:-5]), *rest[-5:]))
-    check_and_time("readout_xla", xla_readout, flat_args,
-                   unflat(readout_mgpu.readout_reference), passes=9)
+    w_out = jax.random.normal(jax.random.key(22), (128,), jnp.bfloat16) / 11
+    flat_args = (ro_args[0], *ro_args[1], *ro_args[2:], w_out)
+    ref = logits_with(readout_mgpu.readout_reference)
+    check_and_time("readout_xla", xla_logits, flat_args, ref, passes=9)
     for tm in (64, 128):
-        check_and_time(f"readout_mgpu_tm{tm}", unflat(lambda *v, tm=tm: readout_mgpu.readout(
-            *v, interpret=cpu, tile_rows=tm)), flat_args,
-            unflat(readout_mgpu.readout_reference), passes=9)
+        check_and_time(f"readout_mgpu_tm{tm}", logits_with(
+            lambda *v, tm=tm: readout_mgpu.readout(*v, interpret=cpu, tile_rows=tm)),
+            flat_args, ref, passes=9)
     del ro_args, flat_args
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)

@@ -411,7 +411,8 @@ class PPGN(nn.Module):
         # Dense(C_0 + d*h -> h) on the concatenation of input (C_0 channels) and block outputs.
         rows = bsz * n_max * n_max
         c0 = x0.shape[-1]
-        if (use_kernels and pallas_launch.kernel_backend() == "mosaic"
+        if (use_kernels and pallas_launch.available()
+                and pallas_launch.kernel_backend() == "mosaic"
                 and pallas_launch.mosaic_readout()
                 and readout_mgpu.supported(rows, c0, [o.shape[-1] for o in outs[1:]],
                                            self.hidden)):

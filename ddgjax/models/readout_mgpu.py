@@ -66,7 +66,7 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
     z = z.astype(x0.dtype)               # as the residual's MMA reads it, and as the sum's
     r = jnp.einsum("hm,hk->km", z, wr.astype(x0.dtype),
                    preferred_element_type=f32) + br.astype(f32)[:, None]
-    return (z.astype(f32) + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
+    return (z.astype(f32) + jnp.where(r >= 0, r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
@@ -135,7 +135,10 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                     plgpu.barrier_wait(x_bars.at[slot])
                     plgpu.barrier_wait(w_bars.at[slot])
                     plgpu.wgmma(acc, ring_w.at[slot], transposed(ring_x.at[slot], 1))
-                    # the MMA of step - 1 is done: its slot takes step + ring - 1
+                    # at most this MMA in flight: step - 1's slot is free for step + ring - 1
+                    # (the lowering issues no wait by itself; without this the load could
+                    # overwrite operands the previous MMA still reads)
+                    plgpu.wgmma_wait(1)
                     ahead = k + ring - 1
                     ahead_tile = t + ahead // k_blocks
 
