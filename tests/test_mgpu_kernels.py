@@ -100,39 +100,54 @@ def test_mix_kernel_shapes():
                                             jnp.ones((2, 100)), interpret=ON_CPU)
 
 
+def _compare_settings(monkeypatch, variable, values, num_blocks, batch_seed, noise_seed):
+    """A bfloat16 128-channel PPGN with ``pallas``, traced under ``variable`` set to each
+    of ``values`` (a new function each time: a new trace). Returns per value the forward
+    program and the gradient program (text), the logits and the flat parameter gradients;
+    checks both settings' logits and gradients agree to bf16."""
+    model = build_model("ppgn", T, hidden=128, num_blocks=num_blocks,
+                        compute_dtype=jnp.bfloat16, pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=num_blocks))
+    adj, nm = random_batch(batch_seed, [8, 6, 8, 5], 8)   # 4 * 64 rows: one tile per graph
+    t, lv = noise_inputs(4, seed=noise_seed)
+    flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
+    runs = {}
+    for value in values:
+        monkeypatch.setenv(variable, value)
+        apply = lambda p: model.apply(p, adj, nm, t, lv)
+        loss = lambda p: (apply(p) * jnp.tanh(adj)).sum()
+        runs[value] = dict(program=str(jax.make_jaxpr(apply)(params)),
+                           grad_program=str(jax.make_jaxpr(jax.grad(loss))(params)),
+                           out=np.asarray(jax.jit(apply)(params)),
+                           grad=flat(jax.jit(jax.grad(loss))(params)))
+    first, second = (runs[v] for v in values)
+    assert np.isfinite(second["out"]).all()
+    assert _rel(second["out"], first["out"]) < 1e-2
+    assert _rel(second["grad"], first["grad"]) < 2e-2
+    return runs
+
+
 def test_ppgn_with_the_mosaic_kernels_equals_the_triton_kernels(monkeypatch):
     """A bfloat16 PPGN with 128 channels (the width the kernels take) gives the same logits
     and parameter gradients with either backend. Under ``mosaic`` both Mosaic kernels run in
     the forward; the gradient program runs Triton's kernels only (the pair MLPs' writes the
     hidden layers; the Mosaic mixing kernel made the train step slower)."""
-    kw = dict(hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16, pallas=True)
-    model = build_model("ppgn", T, **kw)
-    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
-    adj, nm = random_batch(4, [8, 6, 8, 5], 8)         # 4 * 64 rows: one tile per graph
-    t, lv = noise_inputs(4, seed=2)
-    outs, grads = {}, {}
-    for name in ("triton", "mosaic"):
-        monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", name)
-        apply = lambda p: model.apply(p, adj, nm, t, lv)  # a new function: a new trace
-        loss = lambda p: (apply(p) * jnp.tanh(adj)).sum()
-        program = str(jax.make_jaxpr(apply)(params))
-        assert ("pair_mlps_wgmma_kernel" in program) == (name == "mosaic")
-        assert ("mix_wgmma_kernel" in program) == (name == "mosaic")
-        grad_program = str(jax.make_jaxpr(jax.grad(loss))(params))
-        assert "pair_mlps_wgmma_kernel" not in grad_program
-        assert "mix_wgmma_kernel" not in grad_program
-        outs[name] = np.asarray(jax.jit(apply)(params))
-        grads[name] = jax.jit(jax.grad(loss))(params)
-    assert np.isfinite(outs["mosaic"]).all()
-    assert _rel(outs["mosaic"], outs["triton"]) < 1e-2
-    flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
-    assert _rel(flat(grads["mosaic"]), flat(grads["triton"])) < 2e-2
+    runs = _compare_settings(monkeypatch, "DDGJAX_PALLAS_BACKEND", ("triton", "mosaic"),
+                             num_blocks=1, batch_seed=4, noise_seed=2)
+    for name, run in runs.items():
+        assert ("pair_mlps_wgmma_kernel" in run["program"]) == (name == "mosaic")
+        assert ("mix_wgmma_kernel" in run["program"]) == (name == "mosaic")
+        assert "pair_mlps_wgmma_kernel" not in run["grad_program"]
+        assert "mix_wgmma_kernel" not in run["grad_program"]
 
 
-def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch):
+@pytest.mark.parametrize("readout", ["0", "1"])
+def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch, readout):
     """The per-graph (vmapped) call, as the completion sampler makes it, merges the graphs'
-    rows into one call of each Mosaic kernel and matches the batched call."""
+    rows into one call of each Mosaic kernel (the readout's too, when it is on) and
+    matches the batched call."""
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", readout)
     model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
                         pallas=True)
     params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
@@ -141,6 +156,7 @@ def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch):
     one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
     program = str(jax.make_jaxpr(jax.vmap(one))(adj, nm, t, lv))
     assert "pair_mlps_wgmma_kernel" in program and "mix_wgmma_kernel" in program
+    assert ("readout_wgmma_kernel" in program) == (readout == "1")
     per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
     batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
     assert _rel(per_graph, batched) < 1e-2
@@ -189,44 +205,12 @@ def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):
     """DDGJAX_MGPU_READOUT=1 (with the mosaic backend) runs the readout kernel in the
     forward, with the same parameters, and gives the Linear path's logits; under
     differentiation the XLA reference runs, with the Linear path's gradients to bf16."""
-    kw = dict(hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
-    model = build_model("ppgn", T, **kw)
-    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=2))
-    adj, nm = random_batch(6, [8, 5, 8, 7], 8)
-    t, lv = noise_inputs(4, seed=4)
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
-    outs, grads = {}, {}
-    for flag in ("0", "1"):
-        monkeypatch.setenv("DDGJAX_MGPU_READOUT", flag)
-        apply = lambda p: model.apply(p, adj, nm, t, lv)   # a new function: a new trace
-        loss = lambda p: (apply(p) * jnp.tanh(adj)).sum()
-        program = str(jax.make_jaxpr(apply)(params))
-        assert ("readout_wgmma_kernel" in program) == (flag == "1")
-        assert "readout_wgmma_kernel" not in str(jax.make_jaxpr(jax.grad(loss))(params))
-        outs[flag] = np.asarray(jax.jit(apply)(params))
-        grads[flag] = jax.jit(jax.grad(loss))(params)
-    assert np.isfinite(outs["1"]).all()
-    assert _rel(outs["1"], outs["0"]) < 1e-2
-    flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])
-    assert _rel(flat(grads["1"]), flat(grads["0"])) < 2e-2
+    runs = _compare_settings(monkeypatch, "DDGJAX_MGPU_READOUT", ("0", "1"),
+                             num_blocks=2, batch_seed=6, noise_seed=4)
+    for flag, run in runs.items():
+        assert ("readout_wgmma_kernel" in run["program"]) == (flag == "1")
+        assert "readout_wgmma_kernel" not in run["grad_program"]
     monkeypatch.setenv("DDGJAX_MGPU_READOUT", "yes")
     with pytest.raises(ValueError, match="DDGJAX_MGPU_READOUT"):
         pallas_launch.mosaic_readout()
-
-
-def test_readout_kernel_under_vmap_merges_the_graphs(monkeypatch):
-    """The per-graph (vmapped) PPGN call with the readout kernel, as the completion sampler
-    makes it, runs one kernel call on the merged rows and matches the batched call."""
-    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
-    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "1")
-    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
-                        pallas=True)
-    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
-    adj, nm = random_batch(8, [8, 6, 8, 3], 8)
-    t, lv = noise_inputs(4, seed=5)
-    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
-    program = str(jax.make_jaxpr(jax.vmap(one))(adj, nm, t, lv))
-    assert "readout_wgmma_kernel" in program
-    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
-    batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
-    assert _rel(per_graph, batched) < 1e-2
