@@ -22,16 +22,18 @@ def _rel(out, want):
     return np.linalg.norm(out - want) / np.linalg.norm(want)
 
 
+@pytest.mark.parametrize("form", ["rows", "transposed"])
 @pytest.mark.parametrize("tiles, max_ctas", [(6, 3), (5, 8), (12, 2)])
-def test_kernel_equals_the_reference(tiles, max_ctas):
-    """Both outputs, channels first, match the XLA reference on fresh random inputs; 6 tiles
-    over 3 CTAs runs the pipeline two steps per CTA, 5 tiles one step on each of 5, 12 over
-    2 CTAs six steps each (the double buffers wrap around three times)."""
+def test_kernel_equals_the_reference(tiles, max_ctas, form):
+    """Both outputs, channels first, match the XLA reference on fresh random inputs, in
+    either MMA layout; 6 tiles over 3 CTAs runs the pipeline two steps per CTA, 5 tiles
+    one step on each of 5, 12 over 2 CTAs six steps each (the double buffers wrap around
+    three times)."""
     args = pair_mlp_mgpu.random_inputs(pair_mlp_mgpu.TILE_ROWS * tiles, seed=tiles)
     x, w0, b0, w1, b1, scale = args
     scale = scale.at[::7].set(0)                       # masked rows, as the PPGN passes them
     got = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, max_ctas=max_ctas,
-                                  interpret=ON_CPU)
+                                  interpret=ON_CPU, form=form)
     want = pair_mlp_kernel.pair_mlps_reference(x, w0, b0, w1, b1, scale)
     for g, w in zip(got, want):
         assert g.shape == w.shape == (128, x.shape[0]) and g.dtype == jnp.bfloat16
@@ -52,6 +54,9 @@ def test_cta_count_and_supported_shapes():
     assert not pair_mlp_mgpu.supported(64 * 10, 64, 128)         # 128 channels only
     with pytest.raises(ValueError, match="multiple of 64"):
         pair_mlp_mgpu.pair_mlps(*pair_mlp_mgpu.random_inputs(100), interpret=ON_CPU)
+    with pytest.raises(ValueError, match="form"):
+        pair_mlp_mgpu.pair_mlps(*pair_mlp_mgpu.random_inputs(128), interpret=ON_CPU,
+                                form="columns")
 
 
 def test_backend_choice(monkeypatch):
@@ -214,3 +219,21 @@ def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):
     monkeypatch.setenv("DDGJAX_MGPU_READOUT", "yes")
     with pytest.raises(ValueError, match="DDGJAX_MGPU_READOUT"):
         pallas_launch.mosaic_readout()
+
+
+def test_ppgn_with_either_pair_kernel_form(monkeypatch):
+    """DDGJAX_MGPU_PAIR_FORM picks the pair-MLP kernel's MMA layout in the forward (the
+    rows form, the default, or round 28's transposed one): the same logits and, through
+    Triton's gradient forward, the same gradients; a bad value is refused."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    runs = _compare_settings(monkeypatch, "DDGJAX_MGPU_PAIR_FORM", ("transposed", "rows"),
+                             num_blocks=1, batch_seed=7, noise_seed=5)
+    assert "pair_mlps_wgmma_kernel_t" in runs["transposed"]["program"]
+    assert "pair_mlps_wgmma_kernel_t" not in runs["rows"]["program"]
+    assert "pair_mlps_wgmma_kernel" in runs["rows"]["program"]
+    monkeypatch.delenv("DDGJAX_MGPU_PAIR_FORM")
+    assert pallas_launch.mosaic_pair_form() == "rows"
+    monkeypatch.setenv("DDGJAX_MGPU_PAIR_FORM", "cols")
+    with pytest.raises(ValueError, match="DDGJAX_MGPU_PAIR_FORM"):
+        pallas_launch.mosaic_pair_form()

@@ -31,7 +31,7 @@ for line in open(sys.argv[1]):
     v, _, row = line.split(" ", 2)
     print("sample", v, round(json.loads(row)["seconds"], 4))
 PY
-JAX_PLATFORMS=cuda timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_mgpu_kernels.py \
+JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 240 python3 -m pytest -q -n 0 -p no:cacheprovider tests/test_mgpu_kernels.py \
   > "$OUT/pytest.log" 2>&1
 tail -2 "$OUT/pytest.log"
 for ro in 0 1; do
