@@ -78,9 +78,8 @@ def main():  # noqa: C901 - one linear script
     pair_ref = pair_mlp_kernel.pair_mlps_reference
     check_and_time("pair_xla", pair_ref, pair_args(1), pair_ref)
     check_and_time("pair_triton", pair_mlp_kernel._pallas_forward, pair_args(2), pair_ref)
-    for form in ("transposed", "rows"):
-        check_and_time(f"pair_mgpu_{form}", lambda *v, form=form: pair_mlp_mgpu.pair_mlps(
-            *v, interpret=cpu, form=form), pair_args(3), pair_ref)
+    check_and_time("pair_mgpu", lambda *v: pair_mlp_mgpu.pair_mlps(*v, interpret=cpu),
+                   pair_args(3), pair_ref)
 
     nodes_sq = a.nodes * a.nodes
     mix_ref = lambda *v: mix_norm_kernel.mix_with_stats_reference(*v, nodes_sq)
@@ -138,8 +137,6 @@ def main():  # noqa: C901 - one linear script
             flat_args, ref, passes=9)
     del ro_args, flat_args
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
-    check_and_time("pair_mgpu_rows_again", lambda *v: pair_mlp_mgpu.pair_mlps(
-        *v, interpret=cpu, form="rows"), pair_args(8), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)
     with open(a.out, "w") as fh:
         json.dump(res, fh, indent=1)

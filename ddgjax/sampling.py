@@ -114,8 +114,8 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
 
     One compiled function per (model, sampler, mesh, Pallas kernel settings), so repeated
     ``generate`` calls (several seeds, several checkpoints of one model) compile once per
-    batch shape, and a changed ``DDGJAX_PALLAS_BACKEND`` or ``DDGJAX_MGPU_READOUT``
-    compiles anew.
+    batch shape, and a changed ``DDGJAX_PALLAS_BACKEND``, ``DDGJAX_MGPU_READOUT`` or
+    ``DDGJAX_FOLD_EMBED`` compiles anew.
 
     With a ``mesh`` of several devices the sampler runs on each device's slice of the batch
     (``jax.shard_map`` over ``AXIS``; keys and masks split over it, parameters replicated).

@@ -3,6 +3,8 @@
 # the hidden layer in registers (pair_mlp_mgpu form "rows") against round 28's transposed
 # form; the readout kernel on (the new default).
 #   bash benchmarks/calls/round30_pair_rows.sh OUT
+# The rows form was no faster and was removed: this driver runs as measured at commit
+# 52f3034 (DDGJAX_MGPU_PAIR_FORM no longer exists after it).
 # 1. every kernel alone (benchmarks/mgpu_kernels.py, both pair forms);
 # 2. sampling 1024 Planar-60 graphs, 32 steps, bf16 + pallas, Mosaic: pair form
 #    transposed / rows (a fresh process each, alternating, twice);

@@ -35,9 +35,9 @@ from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_c
 
 
 def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
-    """Whole tiles no longer than a graph, 128 channels in and out, and enough tiles to
-    give most SMs an equal share."""
-    if c != 128 or h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
+    """Whole tiles no longer than a graph, 128 channels out and 128 in (or 16: the first
+    block's folded input channels), and enough tiles to give most SMs an equal share."""
+    if c not in (16, 128) or h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
         return False
     tiles = m // TILE_ROWS
     sms = sm_count()

@@ -98,8 +98,7 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
     if (backend == "mosaic" and not with_hidden and x.dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale,
-                                       interpret=jax.default_backend() == "cpu",
-                                       form=pallas_launch.mosaic_pair_form())
+                                       interpret=jax.default_backend() == "cpu")
     tm = tile_rows(m_rows)
     sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
     rows = tm * sub                                                  # rows per program

@@ -19,8 +19,8 @@ with ``M = H`` rows and the tile's rows as columns.
 
 GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU
 interpreter when asked (``interpret=True``, the tests); the interpreter has no transposed
-MMA operands and no register operands, so there the ``x`` tile is transposed (and the
-hidden layer staged) in scratch buffers: the only places the two paths differ.
+MMA operands, so there the ``x`` tile is transposed into a scratch buffer first: the only
+place the two paths differ.
 """
 from __future__ import annotations
 
@@ -49,9 +49,10 @@ def cta_count(tiles: int, max_ctas: int) -> int:
 
 
 def supported(m: int, c: int, h: int) -> bool:
-    """Shapes the kernel takes: whole tiles, 128 channels in and out (the weights fill
-    128 KB of shared memory), and enough tiles to give most SMs an equal share."""
-    if c != 128 or h != 128 or m % TILE_ROWS:
+    """Shapes the kernel takes: whole tiles, 128 channels out and 128 in (the weights fill
+    128 KB of shared memory) or 16 (the first block's folded input channels,
+    ``PPGNBlockFused``'s ``embed``), and enough tiles to give most SMs an equal share."""
+    if c not in (16, 128) or h != 128 or m % TILE_ROWS:
         return False
     tiles = m // TILE_ROWS
     sms = sm_count()
@@ -82,25 +83,18 @@ def load_vector(ref, layout, interpret: bool):
 
 
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
-              max_ctas: int | None = None, interpret: bool = False, form: str = "rows"):
+              max_ctas: int | None = None, interpret: bool = False):
     """``pair_mlps_reference`` through the kernel.
 
     Args:
       x: ``[M, C]`` bf16; w0 ``[2, C, H]``; b0 ``[2, H]``; w1 ``[2, H, H]``; b1 ``[2, H]``;
         scale ``[M]`` (any float dtypes; weights are cast to ``x``'s dtype, biases and
         scale used in float32).
-      form: ``"rows"`` (``_pair_mlps_rows``: the tile's rows are the MMAs' M, the hidden
-        layer stays in registers) or ``"transposed"`` (the weights are M; round 28's).
     Returns: ``(m_0, m_1)``, each ``[H, M]`` in the dtype of ``x``.
 
     (A warp-specialized version, two compute warpgroups with one MLP each and a third
     issuing the loads, ran no faster on an H100: 1.522 against 1.525 ms; round 28.)
     """
-    if form == "rows":
-        return _pair_mlps_rows(x, w0, b0, w1, b1, scale, max_concurrent_steps=max_concurrent_steps,
-                               max_ctas=max_ctas, interpret=interpret)
-    if form != "transposed":
-        raise ValueError(f"pair_mlp_mgpu: form must be 'rows' or 'transposed', got {form!r}")
     m_rows, c = x.shape
     h, dt, tm = w0.shape[-1], x.dtype, TILE_ROWS
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
@@ -108,7 +102,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
     w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
     wgmma_layout = plgpu.Layout.WGMMA
 
-    def pair_mlps_wgmma_kernel_t(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
+    def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
                                w0_s, w1_s, b0_s, b1_s, h_s, o_s, bars, *xt_s):
         for k, (src, dst) in enumerate(((w0_g, w0_s), (w1_g, w1_s), (b0_g, b0_s), (b1_g, b1_s))):
             plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
@@ -170,103 +164,11 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
         scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
-    kernel = plgpu.kernel(pair_mlps_wgmma_kernel_t,
+    kernel = plgpu.kernel(pair_mlps_wgmma_kernel,
                           out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
     out = kernel(x, w0t, b0.astype(jnp.float32), w1t, b1.astype(jnp.float32),
                  scale.astype(jnp.float32))
-    return tuple(out)
-
-
-def _pair_mlps_rows(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int,
-                    max_ctas: int | None, interpret: bool):
-    """The pair MLPs with the tile's rows as the MMAs' M (64) and the channels as N (128):
-
-        h   = leaky_relu(x_tile @ w0[j] + b0[j])      x_tile from shared memory
-        m_j = h @ w1[j] + b1[j]                        h from registers (bf16)
-
-    Against the transposed form (weights as M, ``h^T`` staged in shared memory) each MMA
-    step reads 2 KB of ``x`` and 4 KB of weights from shared memory instead of 2 + 2 KB
-    twice over (both 64-row halves of M read the tile), and the hidden layer never goes
-    through shared memory: per 64-row tile about 160 KB of shared-memory reads by the MMAs
-    instead of 256 KB. The result is cast to the transposed WGMMA register layout (one
-    shuffle per register) and stored through a transposed view of the output buffer, so
-    ``m_j`` still leaves channels first (``[H, M]``) by TMA.
-    """
-    m_rows, c = x.shape
-    h, dt, tm = w0.shape[-1], x.dtype, TILE_ROWS
-    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
-    wgmma_layout = plgpu.Layout.WGMMA
-
-    def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
-                              w0_s, w1_s, b0_s, b1_s, o_s, bars, *h_s):
-        for k, (src, dst) in enumerate(((w0_g, w0_s), (w1_g, w1_s), (b0_g, b0_s), (b1_g, b1_s))):
-            plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
-        for k in range(4):
-            plgpu.barrier_wait(bars.at[k])
-        first_tile = lax.axis_index("cta") * per_cta
-
-        def step(index, x_s, s_s):
-            (i,) = index
-            cols = pl.ds((first_tile + i) * tm, tm)
-            s = load_vector(s_s, wgmma_layout.reduce(1), interpret)      # [TM]
-            for j, o_g in ((0, o0_g), (1, o1_g)):
-                def first_layer(acc):
-                    plgpu.wgmma(acc, x_s, w0_s.at[j])
-                    return acc[...]
-                hid = pl.run_scoped(first_layer, plgpu.ACC((tm, h), jnp.float32))  # [TM, H]
-                bias = load_vector(b0_s.at[j], wgmma_layout.reduce(0), interpret)
-                hid = hid + lax.broadcast_in_dim(bias, (tm, h), [1])
-                hid = jnp.maximum(hid, NEGATIVE_SLOPE * hid).astype(dt)   # leaky ReLU
-
-                if interpret:                # the interpreter takes no register operand
-                    h_s[0][...] = hid
-                    plgpu.commit_smem()
-
-                def second_layer(acc):
-                    plgpu.wgmma(acc, h_s[0] if interpret else hid, w1_s.at[j])
-                    return acc[...]
-                m = pl.run_scoped(second_layer, plgpu.ACC((tm, h), jnp.float32))
-                bias = load_vector(b1_s.at[j], wgmma_layout.reduce(0), interpret)
-                m = m + lax.broadcast_in_dim(bias, (tm, h), [1])
-                if j == 0:
-                    m = m * lax.broadcast_in_dim(s, (tm, h), [0])
-                m = m.astype(dt)
-                # o_s[j] is free once the previous step's copy of it has been read
-                plgpu.wait_smem_to_gmem(1, wait_read_only=True)
-                if interpret:
-                    o_s[j] = m.T
-                else:
-                    out_t = plgpu.transpose_ref(o_s.at[j], (1, 0))           # [TM, H] view
-                    out_t[...] = plgpu.layout_cast(m, plgpu.Layout.WGMMA_TRANSPOSED)
-                plgpu.commit_smem()
-                plgpu.copy_smem_to_gmem(o_s.at[j], o_g.at[:, cols])
-
-        plgpu.emit_pipeline(
-            step, grid=(per_cta,),
-            in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=smem_transforms(c)),
-                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
-            max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
-        plgpu.wait_smem_to_gmem(0)
-
-    options = {}
-    if interpret:
-        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
-        options["interpret"] = InterpretGPUParams()
-    scratch = [plgpu.SMEM((2, c, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((2, h), jnp.float32),
-               plgpu.SMEM((2, h), jnp.float32),
-               plgpu.SMEM((2, h, tm), dt, transforms=smem_transforms(tm)),
-               plgpu.Barrier(num_barriers=4)]
-    if interpret:
-        scratch.append(plgpu.SMEM((tm, h), dt, transforms=smem_transforms(h)))
-    kernel = plgpu.kernel(pair_mlps_wgmma_kernel,
-                          out_type=[jax.ShapeDtypeStruct((h, m_rows), dt)] * 2,
-                          scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    out = kernel(x, w0.astype(dt), b0.astype(jnp.float32), w1.astype(dt),
-                 b1.astype(jnp.float32), scale.astype(jnp.float32))
     return tuple(out)
 
 

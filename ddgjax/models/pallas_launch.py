@@ -53,20 +53,21 @@ def mosaic_readout() -> bool:
     return value == "1"
 
 
-def mosaic_pair_form() -> str:
-    """The layout of the Mosaic pair-MLP kernel's MMAs (``pair_mlp_mgpu.pair_mlps``'s
-    ``form``): ``"rows"`` (the default) or ``"transposed"`` (round 28's), from
-    ``DDGJAX_MGPU_PAIR_FORM``. Read when a program is traced."""
-    value = os.environ.get("DDGJAX_MGPU_PAIR_FORM", "rows").strip().lower()
-    if value not in ("rows", "transposed"):
-        raise ValueError(f"DDGJAX_MGPU_PAIR_FORM: expected 'rows' or 'transposed', got "
-                         f"{value!r}")
-    return value
+def fold_embed() -> bool:
+    """Whether a bfloat16 PPGN with Pallas kernels folds its input embedding into the first
+    block (``PPGNBlockFused``'s ``embed``): the block's kernels read the few input channels
+    (zero-padded to 16) with the embedding multiplied into their first weights, instead of
+    a 128-channel embedding that XLA writes and both kernels read. On by default;
+    ``DDGJAX_FOLD_EMBED=0`` turns it off. Read when a program is traced."""
+    value = os.environ.get("DDGJAX_FOLD_EMBED", "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"DDGJAX_FOLD_EMBED: expected 0 or 1, got {value!r}")
+    return value == "1"
 
 
 def trace_settings() -> tuple:
     """The environment settings a traced PPGN program depends on (for cache keys)."""
-    return kernel_backend(), mosaic_readout(), mosaic_pair_form()
+    return kernel_backend(), mosaic_readout(), fold_embed()
 
 
 def backend_for_capability(capability: str) -> str:

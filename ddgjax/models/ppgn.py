@@ -58,6 +58,9 @@ from ddgjax.models.input_channels import (graph_conditions, laplacian_projector_
                                           noise_channels, random_walk_channels)
 
 
+FOLDED_INPUT_WIDTH = 16     # input channels, zero-padded, when the embedding is folded
+
+
 def leaky_relu(x):
     return nn.leaky_relu(x, negative_slope=0.01)
 
@@ -200,34 +203,54 @@ class PPGNBlockFused(nn.Module):
     norm: str = "instance"
 
     @nn.compact
-    def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
+    def __call__(self, x, mask_sq, inv_sqrt_n, film=None, embed=None):
+        """``embed``: None, or ``(w_e [C0, h], b_e [h])``, the PPGN's input embedding, with
+        ``x`` the raw input channels ``[B, N, N, C0]`` (``C0`` 16, zero-padded) instead of
+        the embedded ``x0 @ w_e + b_e``: the block then folds the embedding into the first
+        layers of its pair MLPs and the ``x`` part of its mixing layer (every use of ``x``
+        there is linear), so its kernels read ``C0`` channels instead of ``h``. The same
+        parameters and, up to rounding, the same function. Only where both kernels take
+        ``C0`` input channels (``PPGN`` checks); not under ``remat``."""
         cdt, h = self.compute_dtype, self.hidden
         # with FiLM the norm hands float32 to film_modulate (XLA fuses the two passes)
         ndt = cdt if film is None else jnp.float32
-        c_in = x.shape[-1]
+        c_in = h if embed is not None else x.shape[-1]                 # the parameters' width
         (k10, b10), (k11, b11) = PairMLPParams(h, name="m1")(c_in)
         (k20, b20), (k21, b21) = PairMLPParams(h, name="m2")(c_in)
         # the mask and the 1/sqrt(n) scale in one pass over m1 (the product is linear in m1)
         scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt)  # [B, N, N]
         rows = x.shape[0] * x.shape[1] * x.shape[2]
+        nodes_sq = x.shape[1] * x.shape[2]
+        if embed is not None:
+            if not (self.pallas and self.norm == "instance"
+                    and pair_mlp_kernel.supported(rows, x.shape[-1], h)
+                    and mix_norm_kernel.supported(rows, nodes_sq, x.shape[-1], h)):
+                raise ValueError(f"PPGNBlockFused {self.name}: embed needs the Pallas kernels "
+                                 f"for {x.shape[-1]} input channels")
+            (k10, b10), (k20, b20) = (fold_linear(embed, k, b) for k, b in ((k10, b10),
+                                                                             (k20, b20)))
         # the kernels compute the instance norm's statistics: another norm stays on XLA
-        if self.pallas and self.norm == "instance" and pair_mlp_kernel.supported(rows, c_in, h):
+        if self.pallas and self.norm == "instance" and pair_mlp_kernel.supported(
+                rows, x.shape[-1], h):
+            c_x = x.shape[-1]
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
-            m = pair_mlp_kernel.pair_mlps(x.astype(cdt).reshape(rows, c_in), stack(k10, k20),
+            m = pair_mlp_kernel.pair_mlps(x.astype(cdt).reshape(rows, c_x), stack(k10, k20),
                                           stack(b10, b20), stack(k11, k21), stack(b11, b21),
                                           scale.reshape(rows))
             m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)        # [h, B, N, N] each
             prod = channel_matmul(m1, m2)
-            nodes_sq = x.shape[1] * x.shape[2]
-            if not mix_norm_kernel.supported(rows, nodes_sq, c_in, h):
+            if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
                 return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
                                      film, mask_sq, cdt)
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
-            kmix, bmix = kmix.astype(cdt), bmix.astype(cdt)
+            kx, kp = kmix[:c_in], kmix[c_in:]
+            if embed is not None:
+                kx, bmix = fold_linear(embed, kx, bmix)
+            kx, kp, bmix = kx.astype(cdt), kp.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
-                x.astype(cdt).reshape(rows, c_in), prod.reshape(h, rows), kmix[:c_in],
-                kmix[c_in:], bmix, mask_sq.reshape(rows).astype(cdt), nodes_sq)
+                x.astype(cdt).reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
+                mask_sq.reshape(rows).astype(cdt), nodes_sq)
             return film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
                                                          bmix, mask_sq, self.eps, ndt),
                                  film, mask_sq, cdt)
@@ -242,6 +265,19 @@ class PPGNBlockFused(nn.Module):
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
+
+
+def fold_linear(embed, kernel: jax.Array, bias: jax.Array):
+    """A Dense layer applied to an embedding's output, as one layer of the embedding's input:
+    ``(x0 @ w_e + b_e) @ kernel + bias = x0 @ (w_e @ kernel) + (b_e @ kernel + bias)``.
+
+    Args: embed ``(w_e [C0, C], b_e [C])``; kernel ``[C, F]``; bias ``[F]`` (float32).
+    Returns: ``(w_e @ kernel [C0, F], b_e @ kernel + bias [F])`` in float32.
+    """
+    w_e, b_e = (jnp.asarray(v, jnp.float32) for v in embed)
+    hi = jax.lax.Precision.HIGHEST
+    return (jnp.dot(w_e, kernel, precision=hi),
+            jnp.dot(b_e, kernel, precision=hi) + bias)
 
 
 def film_modulate(y: jax.Array, film, mask_sq: jax.Array, out_dtype) -> jax.Array:
@@ -387,9 +423,6 @@ class PPGN(nn.Module):
                 x0 = jnp.concatenate([x0, channels(adj, node_mask, count)], axis=-1)
         if self.self_condition:                                       # + the earlier estimate
             x0 = jnp.concatenate([x0, estimate_channel(x0_estimate, adj, node_mask)], axis=-1)
-        # Padding entries of x need no mask: every block masks m1 and its norm output.
-        x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
-        outs = [x0]
         block_cls = PPGNBlockFused if (self.fused or self.pallas) else PPGNBlock
         # The kernels pay off in bfloat16; in float32 Triton's dots ran slower than
         # XLA's (H200: 136 vs 120 ms per 1024-graph forward), so float32 stays on XLA.
@@ -397,14 +430,25 @@ class PPGN(nn.Module):
         if self.norm not in NORMS:
             raise ValueError(f"config.model.ppgn.norm: expected one of {NORMS}, got "
                              f"{self.norm!r}")
+        # Padding entries of x need no mask: every block masks m1 and its norm output.
+        embed = None
+        if self.fold_embed_here(use_kernels, x0.shape):
+            w_e, b_e = DenseParams(self.hidden, name="embed")(x0.shape[-1])   # Linear's
+            pad = FOLDED_INPUT_WIDTH - x0.shape[-1]
+            x = jnp.pad(x0, ((0, 0),) * 3 + ((0, pad),))                      # [B, N, N, 16]
+            embed = (jnp.pad(w_e, ((0, pad), (0, 0))), b_e)
+        else:
+            x = Linear(self.hidden, self.compute_dtype, name="embed")(x0)
+        outs = [x0]
         extra = {"pallas": True} if use_kernels else {}
         extra["norm"] = self.norm
         block = nn.remat(block_cls) if self.remat else block_cls
         films = self.film_vectors(noise_level, node_mask) if self.film else [None] * self.num_blocks
         for k in range(self.num_blocks):
             film = () if films[k] is None else (films[k],)
+            fold = {"embed": embed} if (k == 0 and embed is not None) else {}
             x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(
-                x, sq, inv_sqrt_n, *film)
+                x, sq, inv_sqrt_n, *film, **fold)
             if self.dropout > 0.0:
                 x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
             outs.append(x)
@@ -423,6 +467,19 @@ class PPGN(nn.Module):
             logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
         return symmetrize_and_mask(logits, node_mask)
+
+    def fold_embed_here(self, use_kernels: bool, input_shape) -> bool:
+        """Whether the input embedding folds into the first block (``PPGNBlockFused``'s
+        ``embed``): with the Pallas kernels in bfloat16 (``pallas_launch.fold_embed``, on by
+        default), at most 16 input channels, no ``remat``, the instance norm, and shapes both
+        kernels take with 16 input channels."""
+        bsz, n_max, _, c0 = input_shape
+        rows, nodes_sq = bsz * n_max * n_max, n_max * n_max
+        return (use_kernels and not self.remat and self.norm == "instance"
+                and c0 <= FOLDED_INPUT_WIDTH and pallas_launch.fold_embed()
+                and pair_mlp_kernel.supported(rows, FOLDED_INPUT_WIDTH, self.hidden)
+                and mix_norm_kernel.supported(rows, nodes_sq, FOLDED_INPUT_WIDTH,
+                                              self.hidden))
 
     def readout_kernel(self, outs, rows: int):
         """The readout, residual and output layers with ``readout_mgpu``'s kernel for the
