@@ -95,13 +95,16 @@ def _manager(workdir: str, kind: str, create: bool = True,
 
 def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) -> None:
     """Start saving ``state`` (host arrays) and ``meta`` at ``step`` in ``mngr``; with an
-    asynchronous manager the files are written after it returns."""
+    asynchronous manager the files are written after it returns. A step already on disk
+    is kept as it is (nothing is written)."""
     packed, layout = pack_state(state)  # before anything on disk changes: it may raise
     if int(step) in mngr.all_steps():
-        # Only after a kill between saving `best` and `latest`: the resumed
-        # run recomputes the same step (deterministic trajectory) and
-        # replaces it.
-        mngr.delete(int(step))
+        # Only after a kill between saving `best` and `latest`: the resumed run
+        # recomputes a step that is already on disk, complete (Orbax lists finalized
+        # steps only). It is kept: deleting it to write the step again would leave the
+        # kind without any checkpoint until the new write were finalized (one kept per
+        # kind), and a second kill in that window would lose it.
+        return
     mngr.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(packed),
                                                  meta=ocp.args.JsonSave(meta),
                                                  layout=ocp.args.JsonSave(layout)), force=True)

@@ -157,14 +157,23 @@ def test_missing_checkpoint_names_the_workdir(tmp_path):
         checkpoints.save(str(tmp_path), "newest", 1, state, {})
 
 
-def test_saving_a_step_again_replaces_it_and_keeps_one(tmp_path):
+def test_saving_a_step_again_keeps_the_one_on_disk(tmp_path, monkeypatch):
     """After a kill between the `best` and `latest` saves, the resumed run saves the
-    same step again; the manager keeps exactly one checkpoint, the new one."""
+    same step again: the complete checkpoint on disk stays (it is never deleted to be
+    rewritten, which would leave the kind without one until the write finished); the
+    next step replaces it and the manager keeps exactly one."""
     wd = str(tmp_path)
     model, tx, state = state_of(hidden=8)
     checkpoints.save(wd, "latest", 5, state, {"epoch": 1})
     later = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
+    deleted = []
+    real_delete = checkpoints.ocp.CheckpointManager.delete
+    monkeypatch.setattr(checkpoints.ocp.CheckpointManager, "delete",
+                        lambda self, step: deleted.append(step) or real_delete(self, step))
     checkpoints.save(wd, "latest", 5, later, {"epoch": 2})
+    assert deleted == [] and checkpoints.restore_meta(wd, "latest") == {"epoch": 1}
+    params, _, _ = checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert_trees_equal(params, state.params)
     checkpoints.save(wd, "latest", 9, later, {"epoch": 3})
     assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
     params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
@@ -273,7 +282,8 @@ def test_a_failed_write_raises_on_wait_and_keeps_the_previous_checkpoint(tmp_pat
 
 def test_a_new_writer_goes_on_from_a_closed_one(tmp_path):
     """A resumed run opens a new writer on the same workdir: it replaces each kind's
-    checkpoint (also one of the same step, after a kill between `best` and `latest`)."""
+    checkpoint with a later step, and keeps one of the same step (after a kill between
+    `best` and `latest`) as it is on disk."""
     wd = str(tmp_path)
     model, _, state = state_of(hidden=8)
     later = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
@@ -284,8 +294,8 @@ def test_a_new_writer_goes_on_from_a_closed_one(tmp_path):
         writer.save("best", 5, later, {"epoch": 1, "again": True})
         writer.save("latest", 9, later, {"epoch": 2})
     assert checkpoints.available(wd) == {"latest": 9, "best": 5}
-    assert checkpoints.restore_meta(wd, "best") == {"epoch": 1, "again": True}
-    for kind in ("best", "latest"):
+    assert checkpoints.restore_meta(wd, "best") == {"epoch": 1}
+    for kind, want in (("best", state), ("latest", later)):
         params, _, _ = checkpoints.restore_params(wd, kind, abstract_params(model))
-        assert_trees_equal(params, later.params)
+        assert_trees_equal(params, want.params)
     assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
