@@ -147,17 +147,20 @@ def test_ppgn_with_the_mosaic_kernels_equals_the_triton_kernels(monkeypatch):
         assert "mix_wgmma_kernel" not in run["grad_program"]
 
 
-@pytest.mark.parametrize("readout", ["0", "1"])
-def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch, readout):
+@pytest.mark.parametrize("readout, sizes, n_max", [("0", [8, 7, 8, 4], 8),
+                                                  ("1", [8, 7, 8, 4], 8),
+                                                  ("1", [12, 9, 11, 5], 12)])
+def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch, readout, sizes, n_max):
     """The per-graph (vmapped) call, as the completion sampler makes it, merges the graphs'
     rows into one call of each Mosaic kernel (the readout's too, when it is on) and
-    matches the batched call."""
+    matches the batched call. With ``n_max = 12`` one graph's 144 rows are no whole number
+    of 64-row tiles, the four graphs' 576 are: the readout kernel still runs."""
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
     monkeypatch.setenv("DDGJAX_MGPU_READOUT", readout)
     model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
                         pallas=True)
     params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
-    adj, nm = random_batch(5, [8, 7, 8, 4], 8)
+    adj, nm = random_batch(5, sizes, n_max)
     t, lv = noise_inputs(4, seed=3)
     one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
     program = str(jax.make_jaxpr(jax.vmap(one))(adj, nm, t, lv))
@@ -195,11 +198,32 @@ def test_readout_kernel_equals_the_reference(blocks, max_ctas, tile_rows):
     assert _rel(got, want) < 5e-3
 
 
+def test_readout_kernel_takes_the_reference_where_rows_do_not_fit(monkeypatch):
+    """A batched call whose rows are no whole number of tiles (3 graphs x 144 rows) runs
+    the readout's XLA reference inside ``readout_differentiable`` (no kernel), with the
+    ``Linear`` path's logits."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(9, [12, 10, 7], 12)
+    t, lv = noise_inputs(3, seed=8)
+    out = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("DDGJAX_MGPU_READOUT", flag)
+        apply = lambda: model.apply(params, adj, nm, t, lv)
+        assert "readout_wgmma_kernel" not in str(jax.make_jaxpr(apply)())
+        out[flag] = np.asarray(jax.jit(apply)())
+    assert _rel(out["1"], out["0"]) < 1e-2
+
+
 def test_readout_kernel_shapes():
     assert readout_mgpu.supported(64 * 10, 3, [128] * 8, 128)
     assert not readout_mgpu.supported(64 * 10, 17, [128] * 8, 128)     # too many inputs
     assert not readout_mgpu.supported(64 * 10, 3, [128, 64], 128)
     assert not readout_mgpu.supported(64 * 10 + 8, 3, [128] * 8, 128)
+    assert readout_mgpu.supported_widths(3, [128] * 8, 128)
+    assert not readout_mgpu.supported_widths(3, [128, 64], 128)
     with pytest.raises(ValueError, match="multiple of 64"):
         readout_mgpu.readout(*readout_mgpu.random_inputs(100, k_blocks=1), interpret=ON_CPU)
     with pytest.raises(ValueError, match="tile_rows"):

@@ -458,8 +458,8 @@ class PPGN(nn.Module):
         if (use_kernels and pallas_launch.available()
                 and pallas_launch.kernel_backend() == "mosaic"
                 and pallas_launch.mosaic_readout()
-                and readout_mgpu.supported(rows, c0, [o.shape[-1] for o in outs[1:]],
-                                           self.hidden)):
+                and readout_mgpu.supported_widths(c0, [o.shape[-1] for o in outs[1:]],
+                                                  self.hidden)):
             logits = self.readout_kernel(outs, rows)
         else:
             z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
@@ -483,7 +483,9 @@ class PPGN(nn.Module):
 
     def readout_kernel(self, outs, rows: int):
         """The readout, residual and output layers with ``readout_mgpu``'s kernel for the
-        first two (the same parameters as the ``Linear`` path): float32 ``[B, N, N]``."""
+        first two (the same parameters as the ``Linear`` path): float32 ``[B, N, N]``.
+        Rows that do not fit the kernel's tiles (counted over all graphs of a ``vmap``)
+        take its XLA reference."""
         h, cdt = self.hidden, self.compute_dtype
         c0 = outs[0].shape[-1]
         k_read, b_read = DenseParams(h, name="readout")(c0 + sum(o.shape[-1] for o in outs[1:]))

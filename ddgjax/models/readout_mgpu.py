@@ -41,10 +41,16 @@ INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x
 RINGS = {64: 3, 128: 2}     # (w_k^T, x_k tile) buffers per tile size (shared memory)
 
 
+def supported_widths(c0: int, widths, h: int) -> bool:
+    """The channel counts the kernel takes: at most ``INPUT_WIDTH`` input channels,
+    128-wide block outputs and features."""
+    return h == 128 and c0 <= INPUT_WIDTH and all(w == 128 for w in widths)
+
+
 def supported(m: int, c0: int, widths, h: int) -> bool:
-    """Whole tiles, at most ``INPUT_WIDTH`` input channels, 128-wide block outputs and
-    features, and enough tiles to give most SMs an equal share."""
-    if h != 128 or c0 > INPUT_WIDTH or any(w != 128 for w in widths) or m % TILE_ROWS:
+    """``supported_widths``, whole tiles, and enough tiles to give most SMs an equal
+    share."""
+    if not supported_widths(c0, widths, h) or m % TILE_ROWS:
         return False
     tiles = m // TILE_ROWS
     sms = sm_count()
@@ -211,6 +217,12 @@ def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
 
 @jax.custom_batching.custom_vmap
 def _readout_primal(x0, xs, w0, ws, b, wr, br):
+    """The kernel where the rows fit its tiles (``supported``), else the reference. The
+    check runs here, on the rows of the call as made: under ``vmap`` (below) on all the
+    examples' rows together, which may fit where one example's do not (``N = 60``: 3600
+    rows per graph, not a multiple of 64)."""
+    if not supported(x0.shape[0], x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
+        return readout_reference(x0, xs, w0, ws, b, wr, br)
     return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu")
 
 
