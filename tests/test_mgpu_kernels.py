@@ -272,8 +272,8 @@ def test_mosaic_kernels_take_16_input_channels():
 def test_ppgn_with_the_embedding_folded_into_the_first_block(monkeypatch, backend):
     """DDGJAX_FOLD_EMBED=1 (the default) folds the input embedding into the first block's
     kernels (16 input channels instead of the 128-channel embedding) with either backend:
-    the same parameters, logits and gradients (to bf16) as the unfolded model; the folded
-    program runs no 128-channel embedding. A bad value is refused."""
+    the same parameters, logits and gradients (to bf16) as the unfolded model, and the
+    folded program's first kernels read the 16-channel input. A bad value is refused."""
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", backend)
     monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
     runs = _compare_settings(monkeypatch, "DDGJAX_FOLD_EMBED", ("0", "1"),

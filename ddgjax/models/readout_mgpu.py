@@ -16,8 +16,8 @@ filled by TMA ahead of the MMA that reads them, steps running over (tile, k). Ti
 rows use a ring of three (loads two steps ahead; the default), tiles of 128 a ring of two
 (one step ahead; half the weight reads from L2 per row, the larger accumulator; slower on
 an H200: 4.3-4.5 against 3.6 ms, round 29). ``x_0`` (the input channels, zero-padded to
-16) and ``w_0`` enter through a small MMA that starts each tile's accumulator. Everything is transposed, as in
-``pair_mlp_mgpu``: ``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
+16) and ``w_0`` enter through a small MMA that starts each tile's accumulator. Everything
+is transposed, as in ``pair_mlp_mgpu``: ``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
 
 GPU only (Hopper); on CPU the Mosaic GPU interpreter runs it when asked
 (``interpret=True``, the tests), with the transposed operands copied into scratch buffers
