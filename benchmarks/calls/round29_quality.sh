@@ -1,34 +1,7 @@
 #!/usr/bin/env bash
 # Round 29 (issue 12): sample quality with the Mosaic readout kernel (DDGJAX_MGPU_READOUT=1)
-# against the Mosaic kernels without it, from one checkpoint; and the Mosaic kernel tests on
-# the GPU backend in one process (no xdist: several workers on one GPU ran out of memory).
-# Trains the Planar-60 paper config in bf16 with fused blocks (training seed 1, as round 28),
-# then samples 2 x 1024 graphs with --pallas per setting (same sampling seeds). Score on CPU:
-#   python benchmarks/check_samples.py --data planar_60 --protocol paper --validity planar \
-#       OUT/ro{0,1}_s{0,1}/samples.json
+# against the Mosaic kernels without it, from one checkpoint, and the GPU pytest
+# (benchmarks/calls/quality_ab.sh; call 2 ran the same steps written out in this file,
+# with the pytest flags fixed after it).
 # Usage: bash benchmarks/calls/round29_quality.sh OUT
-set -uo pipefail
-OUT=${1:?OUT}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-t0=$(date +%s)
-( XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_PLATFORMS=cuda timeout 300 python3 -m pytest -q \
-    -n 0 -p no:cacheprovider tests/test_mgpu_kernels.py > "$OUT/pytest.log" 2>&1
-  echo "pytest rc=$? $(( $(date +%s) - t0 )) s" >> "$OUT/times.txt" ) &
-XLA_PYTHON_CLIENT_MEM_FRACTION=0.6 timeout 400 python3 train.py \
-  --config configs/paper.py:planar_60,ppgn,simple --workdir runs/r29q \
-  --quiet --config.train.seed=1 --config.model.compute_dtype=bfloat16 \
-  --config.model.ppgn.fused=true --config.train.checkpoint_every_epochs=2500 > "$OUT/train.log" 2>&1
-echo "train rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/times.txt"
-wait
-cp runs/r29q/metrics.jsonl "$OUT/metrics.jsonl" 2>/dev/null
-for k in 0 1; do
-  for ro in 1 0; do
-    DDGJAX_PALLAS_BACKEND=mosaic DDGJAX_MGPU_READOUT=$ro timeout 120 python3 sample.py \
-      --workdir runs/r29q --checkpoint latest --num_samples 1024 --seed $k --pallas \
-      --compute_dtype bfloat16 --protocol none --out "$OUT/ro${ro}_s$k" > "$OUT/sample_ro${ro}_s$k.log" 2>&1
-    echo "sample ro$ro s$k rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/times.txt"
-    rm -f "$OUT/ro${ro}_s$k/grid.png"
-  done
-done
-tail -3 "$OUT/pytest.log"
+exec bash "$(dirname "$0")/quality_ab.sh" "${1:?OUT}" DDGJAX_MGPU_READOUT ro r29q

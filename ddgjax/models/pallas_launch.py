@@ -42,15 +42,21 @@ def kernel_backend() -> str:
     return backend_for_capability(getattr(jax.devices()[0], "compute_capability", "") or "")
 
 
+def env_switch(name: str, default: bool) -> bool:
+    """An on/off environment variable: ``"1"`` on, ``"0"`` off, unset ``default``;
+    ValueError naming it for anything else."""
+    value = os.environ.get(name, "1" if default else "0").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{name}: expected 0 or 1, got {value!r}")
+    return value == "1"
+
+
 def mosaic_readout() -> bool:
     """Whether the PPGN's readout and residual layer run as one Mosaic GPU kernel
     (``readout_mgpu``) under the ``mosaic`` backend: on by default (H200, round 29:
     sampling 1024 Planar-60 graphs 1.153 -> 1.021 s, sample quality unchanged);
     ``DDGJAX_MGPU_READOUT=0`` turns it off. Read when a program is traced."""
-    value = os.environ.get("DDGJAX_MGPU_READOUT", "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"DDGJAX_MGPU_READOUT: expected 0 or 1, got {value!r}")
-    return value == "1"
+    return env_switch("DDGJAX_MGPU_READOUT", default=True)
 
 
 def fold_embed() -> bool:
@@ -59,10 +65,7 @@ def fold_embed() -> bool:
     (zero-padded to 16) with the embedding multiplied into their first weights, instead of
     a 128-channel embedding that XLA writes and both kernels read. On by default;
     ``DDGJAX_FOLD_EMBED=0`` turns it off. Read when a program is traced."""
-    value = os.environ.get("DDGJAX_FOLD_EMBED", "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"DDGJAX_FOLD_EMBED: expected 0 or 1, got {value!r}")
-    return value == "1"
+    return env_switch("DDGJAX_FOLD_EMBED", default=True)
 
 
 def trace_settings() -> tuple:
