@@ -104,6 +104,10 @@ def get_config():
     # several per parameter leaf; equal up to float rounding); False: leaf by leaf.
     # Checkpoints are the same either way.
     config.train.flat_update = True
+    # True: a fresh run compiles its first training chunk in a background thread while it
+    # initialises its parameters (the same program, found in JAX's compilation cache by
+    # the first call); False: the first call compiles it. Results are the same either way.
+    config.train.precompile = True
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -58,7 +59,8 @@ from ddgjax.data import node_count_distribution
 from ddgjax.flat_state import FlatLayout
 from ddgjax.interrupts import deferred
 from ddgjax.models import init_params, model_from_config
-from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate, to_host
+from ddgjax.parallel import (AXIS, batch_sharded, make_mesh, put_global, replicate, replicated,
+                             to_host)
 from ddgjax.processes import NoiseProcess, fit_to_data, process_from_config
 from ddgjax.reporting import MetricsLog, Progress
 from ddgjax.validation import Validator, check_validation_config
@@ -440,6 +442,104 @@ def interrupted_message(where: dict) -> str:
             f"from the checkpoint of epoch {saved})")
 
 
+def run_root_key(seed: int) -> jax.Array:
+    """A run's root key: ``fold_in(root, 0)`` initialises it, ``run_base_key`` steps it."""
+    return jax.random.key(int(seed))
+
+
+def run_base_key(seed: int) -> jax.Array:
+    """The key of a run's steps (``fold_in(base_key, step)`` per step)."""
+    return jax.random.fold_in(run_root_key(seed), 1)
+
+
+class _Precompile:
+    """The first chunk's programs compiled in a background thread while the runs set up.
+
+    A cold start spends seconds compiling the training chunk after the parameter
+    initialisation has spent seconds compiling its own small programs (docs/benchmarks.md,
+    "Round 33"). Both are independent, so the chunk compiles from abstract arguments
+    (``first_chunk_specs``) while the host initialises; the loop's first call then finds
+    the executable in JAX's compilation cache. ``join`` waits for it (never raises: a
+    failed compile is left for the first call to repeat and report)."""
+
+    def __init__(self, chunk_fn, arg_specs: list[tuple]):
+        self.error: BaseException | None = None
+        self.seconds = None
+
+        def work():
+            t0 = time.time()
+            try:
+                for specs in arg_specs:
+                    chunk_fn.lower(*specs).compile()
+            except Exception as e:  # noqa: BLE001 - reported by the first call instead
+                self.error = e
+            self.seconds = time.time() - t0
+
+        self.thread = threading.Thread(target=work, name="ddgjax-precompile", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
+
+
+def _spec(shape, dtype, sharding) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype), sharding=sharding)
+
+
+def first_chunk_specs(setup: "_Setup", state_spec, seeds: list[int], stacked: bool,
+                      end_epoch: int, pieces: bool) -> list[tuple]:
+    """The abstract arguments of the calls of a fresh run's first chunk, epochs ``0 ..
+    end_epoch - 1`` (``_run_epochs``), one tuple per distinct program: ``state_spec``
+    (the host state's shapes and dtypes: ``jax.eval_shape`` of ``init_state``, leaves
+    ``[R, ...]`` when ``stacked``) replicated, the training data, the batch indices
+    sharded over the batch axis (``pieces``: as the progress bar splits the chunk), and
+    with size buckets each bucket's program with its step weight."""
+    mesh, spe = setup.mesh, setup.steps_per_epoch
+    rep = replicated(mesh)
+    state = jax.tree_util.tree_map(lambda x: _spec(x.shape, x.dtype, rep), state_spec)
+    if setup.buckets is None:
+        data = input_pipeline.device_copy(setup.data)
+        steps = end_epoch * spe
+        size = progress_piece_steps(steps) if pieces else steps
+        idx_shape = (size, len(seeds), setup.batch_size) if stacked else (size,
+                                                                           setup.batch_size)
+        idx = _spec(idx_shape, np.int32, batch_sharded(mesh, len(idx_shape) - 1))
+        return [(state, _spec(data.adj.shape, data.adj.dtype, rep),
+                 _spec(data.node_mask.shape, data.node_mask.dtype, rep), idx)]
+    specs = []
+    for data, bsz in zip(input_pipeline.bucket_data(setup.data, setup.buckets),
+                         setup.buckets.batch_sizes):
+        specs.append((state, _spec(data.adj.shape, data.adj.dtype, rep),
+                      _spec(data.node_mask.shape, data.node_mask.dtype, rep),
+                      _spec((1, bsz), np.int32, batch_sharded(mesh, 1)),
+                      _spec((1,), np.float32, rep)))
+    return specs
+
+
+def _start_precompile(setup: "_Setup", chunk_fn, seeds: list[int], stacked: bool,
+                      workdirs: list[str], restart: bool, pieces: bool,
+                      stop_after_epochs) -> _Precompile | None:
+    """``_Precompile`` of a fresh run's first chunk; None where the first chunk is not
+    known before the restore (a workdir with checkpoints to resume from)."""
+    config = setup.config
+    if not config.train.get("precompile", True):
+        return None
+    if not restart and any(checkpoints.available(w) for w in workdirs):
+        return None
+    end_epoch = min(config.train.num_epochs, config.train.checkpoint_every_epochs)
+    if stop_after_epochs is not None:
+        end_epoch = min(end_epoch, stop_after_epochs)
+    if end_epoch <= 0:
+        return None
+    one = jax.eval_shape(lambda k: init_state(setup.model, setup.tx, k, setup.max_nodes),
+                         jax.random.key(0))
+    state_spec = (jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct((len(seeds),) + x.shape, x.dtype), one)
+        if stacked else one)
+    return _Precompile(chunk_fn, first_chunk_specs(setup, state_spec, seeds, stacked,
+                                                   end_epoch, pieces))
+
+
 class _Setup:
     """What every run of one config shares: data, model, process, mesh, optimizer."""
 
@@ -509,7 +609,7 @@ class _Run:
         self.seed = int(config.train.seed)
         self.is_main = jax.process_index() == 0
         ensure_writable_dir(workdir)
-        self.root = jax.random.key(self.seed)
+        self.root = run_root_key(self.seed)
         if restart:
             moved = set_aside_previous_run(workdir) if self.is_main else None
             if moved:
@@ -541,7 +641,7 @@ class _Run:
     @property
     def base_key(self) -> jax.Array:
         """The key of the run's steps (``fold_in(base_key, step)`` per step)."""
-        return jax.random.fold_in(self.root, 1)
+        return run_base_key(self.seed)
 
     def begin(self) -> checkpoints.CheckpointWriter:
         """Write the run record, open the metrics log and the checkpoint writer (returned;
@@ -638,18 +738,23 @@ class _Run:
 def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where) -> dict:
     """The body of :func:`train`; updates ``where`` as epochs pass."""
     setup = _Setup(config, devices, workdir)
+    seed = int(setup.config.train.seed)
+    chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh,
+                                run_base_key(seed), setup.config.train.ema_decay,
+                                weighted=setup.buckets is not None,
+                                flat=setup.flat_update)
+    bar_enabled = verbose and jax.process_index() == 0
+    precompile = _start_precompile(setup, chunk_fn, [seed], False, [workdir], restart,
+                                   bar_enabled, stop_after_epochs)
     run = _Run(setup, setup.config, workdir, restart, verbose)
     where["epoch"] = run.start_epoch
     bar = Progress(setup.config.train.num_epochs, run.start_epoch, desc="epochs",
-                   enabled=verbose and run.is_main)
-    chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh, run.base_key,
-                                setup.config.train.ema_decay,
-                                weighted=setup.buckets is not None,
-                                flat=setup.flat_update)
+                   enabled=bar_enabled)
     if setup.buckets is not None and verbose and run.is_main:
         print(setup.describe_buckets(), file=sys.stderr)
     state = replicate(run.state, setup.mesh)
-    return _loop(setup, [run], chunk_fn, state, False, bar, stop_after_epochs, where)[0]
+    return _loop(setup, [run], chunk_fn, state, False, bar, stop_after_epochs, where,
+                 precompile)[0]
 
 
 def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, restart,
@@ -663,6 +768,14 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     if not restart:
         for s in seeds:
             _check_seed_record(seed_workdir(workdir, s), s)
+    chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
+                                      jnp.stack([run_base_key(s) for s in seeds]),
+                                      setup.config.train.ema_decay,
+                                      flat=setup.flat_update)
+    bar_enabled = verbose and jax.process_index() == 0
+    workdirs = [seed_workdir(workdir, s) for s in seeds]
+    precompile = _start_precompile(setup, chunk_fn, list(seeds), True, workdirs, restart,
+                                   bar_enabled, stop_after_epochs)
     width = max(len(str(s)) for s in seeds)
     runs = [_Run(setup, setup.config_for_seed(s), seed_workdir(workdir, s), restart, verbose,
                  label=f"seed {s:>{width}}: ") for s in seeds]
@@ -682,15 +795,12 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                     "it?); train the runs to the same epoch, or start over with --restart")
     where["epoch"] = target
     bar = Progress(setup.config.train.num_epochs, target, desc=f"epochs ({len(seeds)} seeds)",
-                   enabled=verbose and runs[0].is_main)
-    chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
-                                      jnp.stack([r.base_key for r in runs]),
-                                      setup.config.train.ema_decay,
-                                      flat=setup.flat_update)
+                   enabled=bar_enabled)
     stacked = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                      *[to_host(r.state) for r in runs])
     state = replicate(stacked, setup.mesh)
-    summaries = _loop(setup, runs, chunk_fn, state, True, bar, stop_after_epochs, where)
+    summaries = _loop(setup, runs, chunk_fn, state, True, bar, stop_after_epochs, where,
+                      precompile)
     return {"seeds": seeds, "workdirs": [r.workdir for r in runs], "runs": summaries,
             **{k: v for k, v in summaries[0].items() if k != "best_loss"}}
 
@@ -742,7 +852,7 @@ def _progress_report(bar: Progress, setup: _Setup, where: dict):
 
 
 def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
-          stop_after_epochs, where) -> list[dict]:
+          stop_after_epochs, where, precompile: _Precompile | None = None) -> list[dict]:
     """The training loop of one run (``stacked=False``: ``make_train_chunk``) or of several
     at the same epoch (``stacked``: ``make_train_chunk_seeds``, state leaves ``[R, ...]``).
     Returns each run's summary once all its checkpoints are written; on any exception
@@ -751,11 +861,12 @@ def _loop(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: 
     with contextlib.ExitStack() as writers:
         for run in runs:
             writers.enter_context(run.begin())
-        return _epochs(setup, runs, chunk_fn, state, stacked, bar, stop_after_epochs, where)
+        return _epochs(setup, runs, chunk_fn, state, stacked, bar, stop_after_epochs, where,
+                       precompile)
 
 
 def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar: Progress,
-            stop_after_epochs, where) -> list[dict]:
+            stop_after_epochs, where, precompile: _Precompile | None = None) -> list[dict]:
     """The body of :func:`_loop`, with the runs' checkpoint writers open.
 
     One jitted chunk runs up to a checkpoint boundary. The host work of a chunk (reading
@@ -842,6 +953,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
                 shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
                 print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
                       file=sys.stderr, flush=True)
+            if precompile is not None:   # the first call finds its executable compiled
+                precompile.join()
             previous, pending = pending, None
             t0, host0 = time.time(), times["host"]
             state, losses, weights = _run_epochs(
@@ -877,7 +990,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
     summary = {"epochs": epoch, "steps": steps, "seconds": time.time() - t_start,
                "first_call_seconds": times["first_call"], "chunk_seconds": times["chunks"],
                "checkpoint_seconds": times["ckpt"], "validation_seconds": times["val"],
-               "devices": setup.n_dev, "steps_per_epoch": spe}
+               "devices": setup.n_dev, "steps_per_epoch": spe,
+               "precompiled": precompile is not None and precompile.error is None}
     if setup.buckets is not None:
         summary["buckets"] = setup.buckets.describe()
     return [run.end(summary) for run in runs]

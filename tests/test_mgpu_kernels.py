@@ -290,3 +290,26 @@ def test_ppgn_with_the_embedding_folded_into_the_first_block(monkeypatch, backen
     monkeypatch.setenv("DDGJAX_FOLD_EMBED", "on")
     with pytest.raises(ValueError, match="DDGJAX_FOLD_EMBED"):
         pallas_launch.fold_embed()
+
+
+def test_fp8_product_probe(monkeypatch):
+    """DDGJAX_FP8_PRODUCT=1 (an experiment, off by default) rounds the pair MLPs' outputs to
+    float8 e4m3 for the per-channel product: its program holds float8 operands, its
+    logits stay close to the bfloat16 model's (float8 keeps 3 mantissa bits), and the
+    product alone is within a few per cent of float32's. A bad value is refused."""
+    from ddgjax.models.ppgn import channel_matmul_fp8
+
+    a = jax.random.normal(jax.random.key(0), (4, 2, 12, 12)) / 12 ** 0.5   # m1: 1/sqrt(n)
+    b = jax.random.normal(jax.random.key(1), (4, 2, 12, 12))
+    want = np.einsum("cbik,cbkj->cbij", np.asarray(a), np.asarray(b))
+    got = channel_matmul_fp8(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16))
+    assert got.dtype == jnp.bfloat16 and 5e-3 < _rel(got, want) < 6e-2
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    runs = _compare_settings(monkeypatch, "DDGJAX_FP8_PRODUCT", ("0", "1"), num_blocks=2,
+                             batch_seed=9, noise_seed=7, out_tol=5e-2, grad_tol=1e-1)
+    assert "f8_e4m3fn" in runs["1"]["program"] and "f8_e4m3fn" not in runs["0"]["program"]
+    monkeypatch.delenv("DDGJAX_FP8_PRODUCT")
+    assert not pallas_launch.fp8_product()
+    monkeypatch.setenv("DDGJAX_FP8_PRODUCT", "true")
+    with pytest.raises(ValueError, match="DDGJAX_FP8_PRODUCT"):
+        pallas_launch.fp8_product()

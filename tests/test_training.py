@@ -248,14 +248,19 @@ def _records(workdir):
     return [json.loads(line) for line in open(workdir / "metrics.jsonl")]
 
 
-def _assert_same_run(mine, alone):
+def _assert_same_run(mine, alone, ignore_train=()):
     """``mine`` (a run of train_seeds) is the run ``alone`` (training.train of that seed):
-    the same record, checkpoints, logged losses and (up to rounding) parameters."""
+    the same record (but the ``ignore_train`` fields of its ``train`` config), checkpoints,
+    logged losses and (up to rounding) parameters."""
     from ddgjax import checkpoints
     from ddgjax.sampling import load_run
 
     for name in ("config.json", "dataset.json"):
-        assert json.loads((mine / name).read_text()) == json.loads((alone / name).read_text())
+        records = [json.loads((d / name).read_text()) for d in (mine, alone)]
+        for r in records:
+            for key in ignore_train:
+                r.get("train", {}).pop(key, None)
+        assert records[0] == records[1]
     assert checkpoints.available(str(mine)) == checkpoints.available(str(alone))
     for kind in checkpoints.available(str(alone)):
         m, a = checkpoints.restore_meta(str(mine), kind), checkpoints.restore_meta(str(alone), kind)
@@ -545,3 +550,67 @@ def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, mo
     monkeypatch.undo()
     training.train(cfg, cut, verbose=False, devices=ONE)
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
+
+
+@pytest.mark.parametrize("kind", ["plain", "bar", "buckets", "seeds"])
+def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypatch, kind):
+    """A fresh run compiles its first chunk in the background from abstract arguments
+    (``first_chunk_specs``) while it initialises; its chunk calls then compile nothing
+    (the executable is in JAX's compilation cache), which fails if any shape, dtype or
+    sharding of the specs differs from the calls'. Without it the calls compile; the
+    two runs are the same run."""
+    from jax._src.interpreters import pxla
+
+    cfg = test_config.get_config()
+    if kind == "buckets":
+        cfg.data.buckets = "15,"        # two programs: buckets 15 and 20 (max_nodes)
+        cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 2, 1
+    if kind == "bar":                   # chunks of 40 steps, run in pieces of 8
+        cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
+    misses = []                          # compilation-cache misses inside the chunk calls
+    for name in ("make_train_chunk", "make_train_chunk_seeds"):
+        real = getattr(training, name)
+
+        def spy(*args, real=real, **kwargs):
+            fn = real(*args, **kwargs)
+
+            def counted(*call_args):
+                before = pxla._cached_compilation.cache_info().misses
+                out = fn(*call_args)
+                misses.append(pxla._cached_compilation.cache_info().misses - before)
+                return out
+            counted.lower = fn.lower
+            return counted
+        monkeypatch.setattr(training, name, spy)
+
+    def run(precompile, workdir):
+        cfg.train.precompile = precompile
+        misses.clear()
+        if kind == "seeds":
+            out = training.train_seeds(cfg, str(workdir), [0, 1], verbose=False, devices=ONE)
+            return out["runs"][0], list(misses)
+        return (training.train(cfg, str(workdir), verbose=kind == "bar", devices=ONE),
+                list(misses))
+
+    plain, plain_misses = run(False, tmp_path / "plain")
+    pre, pre_misses = run(True, tmp_path / "pre")
+    assert not plain["precompiled"] and sum(plain_misses) >= 1
+    assert pre["precompiled"] and len(pre_misses) == len(plain_misses) >= 2
+    assert sum(pre_misses) == 0, pre_misses
+    if kind == "bar":
+        assert len(pre_misses) == 5
+    if kind == "seeds":
+        for s in (0, 1):
+            _assert_same_run(tmp_path / "pre" / f"seed_{s}", tmp_path / "plain" / f"seed_{s}",
+                             ignore_train=("precompile",))
+    else:
+        _assert_same_run(tmp_path / "pre", tmp_path / "plain", ignore_train=("precompile",))
+
+
+def test_no_precompile_when_resuming(tmp_path):
+    """A workdir with checkpoints resumes at an epoch only its restore knows: no
+    background compile (the first call compiles as before)."""
+    cfg = test_config.get_config()
+    training.train(cfg, str(tmp_path), stop_after_epochs=2, verbose=False, devices=ONE)
+    resumed = training.train(cfg, str(tmp_path), verbose=False, devices=ONE)
+    assert resumed["epochs"] == cfg.train.num_epochs and not resumed["precompiled"]

@@ -68,9 +68,18 @@ def fold_embed() -> bool:
     return env_switch("DDGJAX_FOLD_EMBED", default=True)
 
 
+def fp8_product() -> bool:
+    """Experimental, off by default (``DDGJAX_FP8_PRODUCT=1`` turns it on): the bfloat16
+    Pallas path casts the pair MLPs' outputs to float8 (e4m3) for the per-channel product
+    (``ppgn.channel_matmul_fp8``). A quality probe for storing them in float8, which would
+    halve the bytes the pair kernel writes and the product reads; as it stands the cast is
+    one more pass, so it is not faster. Read when a program is traced."""
+    return env_switch("DDGJAX_FP8_PRODUCT", default=False)
+
+
 def trace_settings() -> tuple:
     """The environment settings a traced PPGN program depends on (for cache keys)."""
-    return kernel_backend(), mosaic_readout(), fold_embed()
+    return kernel_backend(), mosaic_readout(), fold_embed(), fp8_product()
 
 
 def backend_for_capability(capability: str) -> str:

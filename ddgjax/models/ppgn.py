@@ -149,6 +149,20 @@ def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.einsum("cbik,cbkj->cbij", a, b)
 
 
+FP8_A_SCALE = 8.0   # a power of two: lifts m1 (scaled by 1/sqrt(n)) out of e4m3's subnormals
+
+
+def channel_matmul_fp8(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``channel_matmul`` with both operands rounded to float8 e4m3 (``a`` times
+    ``FP8_A_SCALE`` before the cast, undone after), accumulated in float32 and returned
+    in bfloat16. ``[C, B, N, N]`` x2 -> ``[C, B, N, N]``. An experiment
+    (``pallas_launch.fp8_product``), not a default."""
+    f8 = jnp.float8_e4m3fn
+    out = jnp.einsum("cbik,cbkj->cbij", (a.astype(jnp.float32) * FP8_A_SCALE).astype(f8),
+                     b.astype(f8), preferred_element_type=jnp.float32)
+    return (out * (1.0 / FP8_A_SCALE)).astype(jnp.bfloat16)
+
+
 class PPGNBlock(nn.Module):
     """One PPGN block on ``[B, N, N, h]`` features; returns masked features in compute dtype."""
 
@@ -238,7 +252,8 @@ class PPGNBlockFused(nn.Module):
                                           stack(b10, b20), stack(k11, k21), stack(b11, b21),
                                           scale.reshape(rows))
             m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)        # [h, B, N, N] each
-            prod = channel_matmul(m1, m2)
+            prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
+                    else channel_matmul(m1, m2)).astype(cdt)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
                 return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
