@@ -19,8 +19,10 @@ The backend is started before the timings (as ``seeds_speed.py`` does). ``--init
 swaps how the parameters are initialised, for a comparison in fresh processes (one
 variant per process, so each compiles cold):
 
-* ``eager`` (what ddgjax does, ``models.init_params``): ``model.init`` op by op, on the
-  host CPU where the default backend is another, then the parameters moved over;
+* ``eager`` (what ddgjax does, ``models.init_params``): ``model.init`` on the host CPU
+  where the default backend is another, as one jitted program since round 33, then the
+  parameters moved over;
+* ``hostop``: ``model.init`` op by op on the host CPU (ddgjax in rounds 17-32);
 * ``device``: ``model.init`` op by op on the default device (ddgjax before round 17,
   which also traced graphs of the data's size, not ``models.INIT_NODES``);
 * ``jit``: one jitted ``lazy_init`` (the initializers only, no forward pass);
@@ -29,7 +31,7 @@ variant per process, so each compiles cold):
 Round 17 (one H200, Ego-small PPGN): ``eager`` (then on the device) 8.4 s of set-up with
 91 compiles, ``jit`` 12.0 s (one 10.5 s compile), ``cpu`` 4.5 s; ddgjax now does ``cpu``.
 
-    for v in eager device jit; do python benchmarks/setup_profile.py --init $v --out setup_$v.json; done
+    for v in eager hostop device jit; do python benchmarks/setup_profile.py --init $v --out setup_$v.json; done
 """
 import argparse
 import collections
@@ -83,7 +85,14 @@ def use_init(variant: str) -> None:
         shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in _dummy_inputs(max_nodes)]
         return jax.jit(lambda k: model.lazy_init(k, *shapes))(key)
 
-    training.init_params = {"jit": jit_init, "device": models._init_here}[variant]
+    def host_op_by_op(model, key, max_nodes):
+        cpu = jax.devices("cpu")[0]
+        with jax.default_device(cpu):
+            params = models._init_here(model, jax.device_put(key, cpu), max_nodes)
+        return jax.tree_util.tree_map(jax.numpy.asarray, jax.device_get(params))
+
+    training.init_params = {"jit": jit_init, "device": models._init_here,
+                            "hostop": host_op_by_op}[variant]
 
 
 def main():
@@ -91,7 +100,7 @@ def main():
     ap.add_argument("--config", default="ego_small_ppgn_simple",
                     help="bundled config name or FILE[:ARG] (default: ego_small_ppgn_simple)")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
-    ap.add_argument("--init", choices=("eager", "device", "jit", "cpu"), default="eager",
+    ap.add_argument("--init", choices=("eager", "hostop", "device", "jit", "cpu"), default="eager",
                     help="how to initialise the parameters (module docstring)")
     args = ap.parse_args()
     use_init(args.init)
