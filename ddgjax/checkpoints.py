@@ -98,12 +98,6 @@ def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) 
     asynchronous manager the files are written after it returns. A step already on disk
     is kept as it is (nothing is written)."""
     packed, layout = pack_state(state)  # before anything on disk changes: it may raise
-    _start_packed(mngr, step, packed, layout, meta)
-
-
-def _start_packed(mngr: ocp.CheckpointManager, step: int, packed: dict, layout: dict,
-                  meta: dict) -> None:
-    """``_start_save`` of a state packed already (``pack_state``)."""
     if int(step) in mngr.all_steps():
         # Only after a kill between saving `best` and `latest`: the resumed run
         # recomputes a step that is already on disk, complete (Orbax lists finalized
@@ -244,103 +238,44 @@ class CheckpointWriter:
     """Asynchronous checkpoint saves into one workdir, for the life of a training run.
 
     One Orbax manager per kind (opened at its first save) stays open until
-    :meth:`close`. :meth:`save` (:meth:`save_group`) returns once the write is under way,
-    or, while an earlier write of this writer is still in flight, once the checkpoints
-    are queued in memory; at every moment each kind has a complete checkpoint on disk
-    (the previous one until the new one is finalized). Checkpoints of this workdir are
-    read only after :meth:`wait` or :meth:`close` (the module's readers open their own
-    managers, and see the previous checkpoint while a write is in flight). A write that
-    failed in the background raises from a later save, ``wait`` or ``close``. As a
-    context manager it closes on exit.
-
-    The queue (``coalesce``, on where Orbax can say whether a manager is still writing,
-    in a one-process run) keeps the training loop from waiting for the disk: the small
-    models' chunks between two checkpoint boundaries are shorter than the writes of a
-    boundary (docs/benchmarks.md, round 34). Queued saves form one group in the order
-    they came; a newer checkpoint of a kind replaces the queued one of that kind, so a
-    boundary whose writes could not start before the next boundary's is skipped on disk,
-    never reordered: a group starts once no manager is writing (at a later save) and at
-    ``wait`` / ``close``, which write everything queued.
+    :meth:`close`. :meth:`save` returns once the write is under way; at every
+    moment each kind has a complete checkpoint on disk (the previous one until the
+    new one is finalized). Checkpoints of this workdir are read only after
+    :meth:`wait` or :meth:`close` (the module's readers open their own managers,
+    and see the previous checkpoint while a write is in flight). A write that
+    failed in the background raises from the next ``save`` of its kind, ``wait``
+    or ``close``. As a context manager it closes on exit.
     """
 
-    def __init__(self, workdir: str, coalesce: bool | None = None):
+    def __init__(self, workdir: str):
         self.workdir = workdir
         self._managers: dict[str, ocp.CheckpointManager] = {}
         self._closed = False
-        # (kind, step, packed, layout, meta), in order, at most one per kind
-        self._queued: list[tuple] = []
-        self._coalesce = (jax.process_count() == 1 and hasattr(ocp.CheckpointManager,
-                                                               "is_saving_in_progress")
-                          if coalesce is None else coalesce)
 
     def save(self, kind: str, step: int, state: Any, meta: dict) -> None:
-        """Save ``state`` and ``meta`` as checkpoint ``kind`` at ``step`` (``save_group``
-        of one). The caller may change ``state`` afterwards: it is copied here."""
-        self.save_group([(kind, step, state, meta)])
-
-    def save_group(self, items) -> None:
-        """Save ``(kind, step, state, meta)`` items (e.g. a boundary's ``best`` and
-        ``latest``) in this order: start their writes, after each kind's previous write
-        has finished, or (``coalesce``) queue them while any write is in flight."""
+        """Start saving ``state`` and ``meta`` as checkpoint ``kind`` at ``step``, after
+        the previous save of ``kind`` has finished; returns while the files are written.
+        The caller may change ``state`` afterwards: it is copied to the host here, and
+        Orbax copies host arrays before its save returns (``NumpyHandler``'s default)."""
         if self._closed:
             raise CheckpointError(f"{self.workdir}: checkpoint writer used after close()")
-        # copied to the host and packed now (new arrays): the caller may reuse the state,
-        # and a state that cannot be packed raises here, before anything is queued
-        new = [(kind, int(step), *pack_state(to_host(state)), dict(meta))
-               for kind, step, state, meta in items]
+        state = to_host(state)
         with deferred():
-            kinds = {item[0] for item in new}
-            self._queued = [q for q in self._queued if q[0] not in kinds] + new
-            if not (self._coalesce and any(m.is_saving_in_progress()
-                                           for m in self._managers.values())):
-                self._start_queued()
-
-    def _start_queued(self) -> None:
-        """Start every queued write (each after its kind's previous write); the first
-        error is raised once all were tried."""
-        queued, self._queued = self._queued, []
-        errors = []
-        for kind, step, packed, layout, meta in queued:
-            try:
-                mngr = self._manager(kind)
-                mngr.wait_until_finished()
-                _start_packed(mngr, step, packed, layout, meta)
-            except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-                errors.append(e)
-        if errors:
-            raise errors[0]
+            mngr = self._manager(kind)
+            mngr.wait_until_finished()
+            _start_save(mngr, step, state, meta)
 
     def wait(self) -> None:
-        """Block until every save started or queued so far is complete on disk (or raise
-        its error)."""
+        """Block until every save started so far is complete on disk (or raise its error)."""
         with deferred():
-            errors = []
-            for step in (self._start_queued,
-                         lambda: _each(lambda m: m.wait_until_finished(), self._managers.values())):
-                try:
-                    step()
-                except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-                    errors.append(e)
-            if errors:
-                raise errors[0]
+            _each(lambda mngr: mngr.wait_until_finished(), self._managers.values())
 
     def close(self) -> None:
-        """Write what is queued, :meth:`wait`, then release the managers; the writer takes
-        no more saves. Every manager is closed even if one raises (the first error is
-        raised)."""
+        """:meth:`wait`, then release the managers; the writer takes no more saves.
+        Every manager is closed even if one raises (the first error is raised)."""
         with deferred():
-            errors = []
-            try:
-                self._start_queued()
-            except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-                errors.append(e)
             managers, self._managers, self._closed = list(self._managers.values()), {}, True
-            try:
-                _each(lambda mngr: mngr.close(), managers)
-            except Exception as e:  # noqa: BLE001
-                errors.append(e)
-            if errors:
-                raise errors[0]
+            _each(lambda mngr: mngr.close(), managers)
 
     def _manager(self, kind: str) -> ocp.CheckpointManager:
         if kind not in self._managers:

@@ -723,11 +723,10 @@ class _Run:
     def save(self, state, step: int, meta: dict) -> None:
         """``best`` when the loss improved (at a boundary: ``selection_meta``), then
         ``latest``; both are written in the background (``writer``)."""
-        group = []
         if "open_window" not in meta and meta["loss"] < self.best_loss:
             self.best_loss = meta["loss"]
-            group.append(("best", step, state, meta))
-        self.writer.save_group(group + [("latest", step, state, meta)])
+            self.writer.save("best", step, state, meta)
+        self.writer.save("latest", step, state, meta)
 
     def end(self, summary: dict) -> dict:
         summary = {**summary, "best_loss": self.best_loss}

@@ -299,35 +299,3 @@ def test_a_new_writer_goes_on_from_a_closed_one(tmp_path):
         params, _, _ = checkpoints.restore_params(wd, kind, abstract_params(model))
         assert_trees_equal(params, want.params)
     assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
-
-
-@pytest.mark.parametrize("coalesce", [True, False])
-def test_saves_queue_while_a_write_is_in_flight(tmp_path, held_commit, coalesce):
-    """While a write is in flight (held before its rename, released by a timer after
-    1.5 s), further saves queue in memory and return at once (``coalesce``; without it,
-    they wait for the write); a newer checkpoint of a kind replaces the queued one, and
-    ``wait`` writes the queue: each kind ends at its newest step."""
-    import threading
-    import time
-
-    wd = str(tmp_path)
-    model, _, state = state_of(hidden=8)
-    twice = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
-    with checkpoints.CheckpointWriter(wd, coalesce=coalesce) as writer:
-        writer.save("latest", 5, state, {"epoch": 1})           # held in flight
-        assert held_commit["reached"].wait(60)
-        timer = threading.Timer(1.5, held_commit["release"].set)
-        timer.start()
-        t0 = time.time()
-        writer.save_group([("best", 9, state, {"epoch": 2}), ("latest", 9, state, {"epoch": 2})])
-        writer.save_group([("latest", 13, twice, {"epoch": 3})])
-        returned = time.time() - t0
-        timer.join()
-        writer.wait()
-    assert (returned < 1.0) == coalesce, returned
-    assert checkpoints.available(wd) == {"latest": 13, "best": 9}
-    assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["13"]
-    for kind, want, epoch in (("best", state, 2), ("latest", twice, 3)):
-        params, _, meta = checkpoints.restore_params(wd, kind, abstract_params(model))
-        assert meta == {"epoch": epoch}
-        assert_trees_equal(params, want.params)

@@ -332,16 +332,16 @@ def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_pat
     cfg.validation.num_samples = 4
     cfg.validation.num_reference = 8
     cfg.sample.num_steps = 4
-    real_start = checkpoints.CheckpointWriter.save_group
+    real_start = checkpoints.CheckpointWriter.save
     kinds = []
 
-    def start_and_signal(self, items):  # every save of the runs' writers
-        real_start(self, items)
-        kinds.extend(item[0] for item in items)
-        if "best" in kinds and kinds.count("best") == 1:  # seed 0's first 'best' save
+    def start_and_signal(self, kind, *args, **kwargs):  # every kind: the run's writer
+        real_start(self, kind, *args, **kwargs)
+        kinds.append(kind)
+        if kind == "best" and kinds.count("best") == 1:  # seed 0's first 'best' save
             os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(checkpoints.CheckpointWriter, "save_group", start_and_signal)
+    monkeypatch.setattr(checkpoints.CheckpointWriter, "save", start_and_signal)
     with pytest.raises(training.TrainingInterrupted,
                        match=r"^interrupted at epoch 2; resume with the same command$"):
         training.train_seeds(cfg, str(tmp_path), [0, 3], verbose=False, devices=ONE)
