@@ -299,3 +299,62 @@ def test_a_new_writer_goes_on_from_a_closed_one(tmp_path):
         params, _, _ = checkpoints.restore_params(wd, kind, abstract_params(model))
         assert_trees_equal(params, want.params)
     assert sorted(os.listdir(os.path.join(wd, "checkpoints", "latest"))) == ["9"]
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_save_returns_while_the_previous_write_of_its_kind_is_in_flight(tmp_path, held_commit,
+                                                                          background):
+    """With ``background`` (one-process runs) a save returns once the state is copied,
+    even while its kind's previous write is still in flight (held before its rename and
+    released by a timer after 1.5 s); the thread starts it after that write, in order.
+    Without it the save waits for the write."""
+    import threading
+    import time
+
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    twice = state.replace(params=jax.tree_util.tree_map(lambda x: x * 2.0, state.params))
+    with checkpoints.CheckpointWriter(wd, background=background) as writer:
+        writer.save("latest", 5, state, {"epoch": 1})
+        assert held_commit["reached"].wait(60)
+        timer = threading.Timer(1.5, held_commit["release"].set)
+        timer.start()
+        t0 = time.time()
+        writer.save("best", 9, state, {"epoch": 2})
+        writer.save("latest", 9, twice, {"epoch": 2})
+        returned = time.time() - t0
+        timer.join()
+        writer.wait()
+    assert (returned < 1.0) == background, returned
+    assert checkpoints.available(wd) == {"latest": 9, "best": 9}
+    params, _, meta = checkpoints.restore_params(wd, "latest", abstract_params(model))
+    assert meta == {"epoch": 2}
+    assert_trees_equal(params, twice.params)
+
+
+def test_a_write_that_fails_to_start_in_the_thread_raises_from_the_next_call(tmp_path,
+                                                                             monkeypatch):
+    """An error of the thread that starts the writes (here: Orbax refusing the save)
+    raises from a later ``save`` or from ``wait``; the kind keeps its checkpoint."""
+    wd = str(tmp_path)
+    model, _, state = state_of(hidden=8)
+    real = checkpoints._start_packed
+
+    def refuse(mngr, step, *args):
+        if step == 9:
+            raise OSError("Read-only file system")
+        return real(mngr, step, *args)
+
+    monkeypatch.setattr(checkpoints, "_start_packed", refuse)
+    with checkpoints.CheckpointWriter(wd, background=True) as writer:
+        writer.save("latest", 5, state, {"epoch": 1})
+        writer.wait()
+        writer.save("latest", 9, state, {"epoch": 2})
+        with pytest.raises(OSError, match="Read-only"):
+            writer.wait()
+        writer.save("latest", 9, state, {"epoch": 2})
+        import concurrent.futures
+        concurrent.futures.wait(list(writer._started), timeout=60)   # the start has failed
+        with pytest.raises(OSError, match="Read-only"):
+            writer.save("latest", 13, state, {"epoch": 3})
+    assert checkpoints.restore_meta(wd, "latest") == {"epoch": 1}
