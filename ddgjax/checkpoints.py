@@ -33,8 +33,8 @@ SIGINT/SIGTERM until it is complete (``ddgjax.interrupts.deferred``).
 The training loop saves through a :class:`CheckpointWriter` instead (``best``,
 ``latest``, and ``best_val`` from model selection by samples): one
 asynchronous manager per kind stays open for the run, and ``save`` returns as
-soon as the state is copied to the host (a background thread starts the write; the
-files are written by Orbax's threads, with the same temporary directory and
+soon as the state is copied to the host and the write is under way (the files
+are written by background threads, with the same temporary directory and
 rename). Its ``save``, ``wait`` and ``close`` hold SIGINT/SIGTERM while they
 run; a signal that arrives while a write is in flight does not stop it, and the
 run waits for it (``wait``/``close``) before it reads a checkpoint, reports
@@ -43,7 +43,6 @@ on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
 import zlib
@@ -99,12 +98,6 @@ def _start_save(mngr: ocp.CheckpointManager, step: int, state: Any, meta: dict) 
     asynchronous manager the files are written after it returns. A step already on disk
     is kept as it is (nothing is written)."""
     packed, layout = pack_state(state)  # before anything on disk changes: it may raise
-    _start_packed(mngr, step, packed, layout, meta)
-
-
-def _start_packed(mngr: ocp.CheckpointManager, step: int, packed: dict, layout: dict,
-                  meta: dict) -> None:
-    """``_start_save`` of a state packed already (``pack_state``)."""
     if int(step) in mngr.all_steps():
         # Only after a kill between saving `best` and `latest`: the resumed run
         # recomputes a step that is already on disk, complete (Orbax lists finalized
@@ -241,108 +234,48 @@ def save(workdir: str, kind: str, step: int, state: Any, meta: dict) -> None:
         mngr.wait_until_finished()
 
 
-# One thread starts every CheckpointWriter's Orbax saves, in the order they came
-# (CheckpointWriter, one-process runs); one thread, so that Orbax is never driven from
-# two threads at once.
-_SAVE_THREAD: concurrent.futures.ThreadPoolExecutor | None = None
-
-
-def _save_thread() -> concurrent.futures.ThreadPoolExecutor:
-    global _SAVE_THREAD
-    if _SAVE_THREAD is None:
-        _SAVE_THREAD = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="ddgjax-checkpoint")
-    return _SAVE_THREAD
-
-
-def _next_write(mngr: ocp.CheckpointManager, step: int, packed: dict, layout: dict,
-                meta: dict) -> None:
-    """A kind's next write: after its previous one has finished (or raise its error)."""
-    mngr.wait_until_finished()
-    _start_packed(mngr, step, packed, layout, meta)
-
-
 class CheckpointWriter:
     """Asynchronous checkpoint saves into one workdir, for the life of a training run.
 
     One Orbax manager per kind (opened at its first save) stays open until
-    :meth:`close`. :meth:`save` copies and packs the state, then returns: in a
-    one-process run one background thread, shared by all writers, starts the write
-    (``background``; Orbax's own part of starting a save cost the Ego-small paper config
-    ~1.7 s per run on an H200, docs/benchmarks.md round 36), and Orbax's threads write the
-    files. At every moment each kind has a complete checkpoint on disk (the previous
-    one until the new one is finalized). Checkpoints of this workdir are read only
-    after :meth:`wait` or :meth:`close` (the module's readers open their own managers,
-    and see the previous checkpoint while a write is in flight). A write that failed in
-    the background raises from a later ``save``, ``wait`` or ``close``. As a context
-    manager it closes on exit.
+    :meth:`close`. :meth:`save` returns once the write is under way; at every
+    moment each kind has a complete checkpoint on disk (the previous one until the
+    new one is finalized). Checkpoints of this workdir are read only after
+    :meth:`wait` or :meth:`close` (the module's readers open their own managers,
+    and see the previous checkpoint while a write is in flight). A write that
+    failed in the background raises from the next ``save`` of its kind, ``wait``
+    or ``close``. As a context manager it closes on exit.
     """
 
-    def __init__(self, workdir: str, background: bool | None = None):
+    def __init__(self, workdir: str):
         self.workdir = workdir
         self._managers: dict[str, ocp.CheckpointManager] = {}
         self._closed = False
-        self._background = jax.process_count() == 1 if background is None else background
-        self._started: list[concurrent.futures.Future] = []   # the thread's starts
 
     def save(self, kind: str, step: int, state: Any, meta: dict) -> None:
         """Start saving ``state`` and ``meta`` as checkpoint ``kind`` at ``step``, after
-        the previous save of ``kind`` has finished; returns while it is written. The
-        caller may change ``state`` afterwards: it is copied (packed) here, where a state
-        that cannot be packed raises."""
+        the previous save of ``kind`` has finished; returns while the files are written.
+        The caller may change ``state`` afterwards: it is copied to the host here, and
+        Orbax copies host arrays before its save returns (``NumpyHandler``'s default)."""
         if self._closed:
             raise CheckpointError(f"{self.workdir}: checkpoint writer used after close()")
-        packed, layout = pack_state(to_host(state))
-        # (the manager too is opened in the thread that starts the write: Orbax is driven
-        # from one thread only)
-        step, meta = int(step), dict(meta)
-        start = lambda: _next_write(self._manager(kind), step, packed, layout, meta)
+        state = to_host(state)
         with deferred():
-            self._raise_failed_starts()
-            if self._background:
-                self._started.append(_save_thread().submit(start))
-            else:
-                start()
-
-    def _raise_failed_starts(self, wait: bool = False) -> None:
-        """Raise the first error of the thread's starts that are done (``wait``: of all);
-        the others are forgotten."""
-        done = self._started if wait else [f for f in self._started if f.done()]
-        self._started = [f for f in self._started if f not in done]
-        errors = [e for e in (f.exception() for f in done) if e is not None]
-        if errors:
-            raise errors[0]
+            mngr = self._manager(kind)
+            mngr.wait_until_finished()
+            _start_save(mngr, step, state, meta)
 
     def wait(self) -> None:
         """Block until every save started so far is complete on disk (or raise its error)."""
         with deferred():
-            errors = []
-            for step in (lambda: self._raise_failed_starts(wait=True),
-                         lambda: _each(lambda m: m.wait_until_finished(),
-                                       self._managers.values())):
-                try:
-                    step()
-                except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-                    errors.append(e)
-            if errors:
-                raise errors[0]
+            _each(lambda mngr: mngr.wait_until_finished(), self._managers.values())
 
     def close(self) -> None:
-        """:meth:`wait` for the starts, then release the managers; the writer takes no more
-        saves. Every manager is closed even if one raises (the first error is raised)."""
+        """:meth:`wait`, then release the managers; the writer takes no more saves.
+        Every manager is closed even if one raises (the first error is raised)."""
         with deferred():
-            errors = []
-            try:
-                self._raise_failed_starts(wait=True)
-            except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-                errors.append(e)
             managers, self._managers, self._closed = list(self._managers.values()), {}, True
-            try:
-                _each(lambda mngr: mngr.close(), managers)
-            except Exception as e:  # noqa: BLE001
-                errors.append(e)
-            if errors:
-                raise errors[0]
+            _each(lambda mngr: mngr.close(), managers)
 
     def _manager(self, kind: str) -> ocp.CheckpointManager:
         if kind not in self._managers:
