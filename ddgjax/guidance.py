@@ -80,7 +80,8 @@ def guidance_weight(weight) -> float:
 def check_compatible(run: Run, guide: Run, guide_name: str = "the guide") -> None:
     """SamplingError naming the field unless ``guide`` can guide ``run``: the same noise
     process (kind and the ``PROCESS_FIELDS`` it has), the same dataset (``config.data
-    .source``) and the same ``max_nodes``."""
+    .source`` and, where both runs recorded it, the digest of the training graphs) and
+    the same ``max_nodes``."""
     if type(run.process) is not type(guide.process):
         raise SamplingError(f"{guide_name}: its noise process is {type(guide.process).__name__}"
                             f", the sampled run's is {type(run.process).__name__}")
@@ -94,6 +95,12 @@ def check_compatible(run: Run, guide: Run, guide_name: str = "the guide") -> Non
     if src_a != src_b:
         raise SamplingError(f"{guide_name}: trained on data.source={src_b!r}, the sampled run "
                             f"on {src_a!r}")
+    dig_a, dig_b = run.train_digest, guide.train_digest
+    if dig_a is not None and dig_b is not None and dig_a != dig_b:
+        # the same source name, other graphs (a data file that changed between the runs)
+        raise SamplingError(f"{guide_name}: trained on other graphs than the sampled run "
+                            f"although both name data.source={src_a!r} (training-split "
+                            f"digests {dig_b} and {dig_a}, dataset.json)")
     if run.max_nodes != guide.max_nodes:
         raise SamplingError(f"{guide_name}: max_nodes={guide.max_nodes}, the sampled run's "
                             f"{run.max_nodes}")

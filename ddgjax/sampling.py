@@ -49,7 +49,8 @@ class Run(NamedTuple):
       config: the run's configuration; model: the Flax denoiser;
       process: its noise process; params: the parameters sampling uses (EMA or raw);
       max_nodes: N; node_counts: the training split's node-count distribution;
-      meta: the checkpoint's meta (epoch, step, loss).
+      meta: the checkpoint's meta (epoch, step, loss); train_digest: the digest of its
+      training graphs (``input_pipeline.graphs_digest``; None where unknown).
     """
 
     config: ml_collections.ConfigDict
@@ -59,6 +60,7 @@ class Run(NamedTuple):
     max_nodes: int
     node_counts: NodeCountDistribution
     meta: dict
+    train_digest: str | None = None
 
 
 def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None = None,
@@ -103,7 +105,7 @@ def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None
         use_ema = bool(config.sample.get("use_ema", False))
     return Run(config, model, process, ema_params if use_ema else params,
                int(ds_info["max_nodes"]), NodeCountDistribution.from_dict(ds_info["node_counts"]),
-               meta)
+               meta, ds_info.get("train_digest"))
 
 
 _COMPILED: dict = {}

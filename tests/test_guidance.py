@@ -121,6 +121,7 @@ def test_guide_record_and_model_are_hashable(runs):
     ("prior_density", "prior_density"),
     ("max_nodes", "max_nodes"),
     ("source", "data.source"),
+    ("digest", "trained on other graphs"),
     ("weight -1.5", "--guidance"),
     ("weight nan", "--guidance"),
     ("weight text", "--guidance"),
@@ -144,6 +145,9 @@ def test_incompatible_guide_or_bad_weight_is_refused_by_name(runs, change, expec
         cfg = bad.config.copy_and_resolve_references()
         cfg.data.source = "planar_60"
         bad = bad._replace(config=cfg)
+    elif change == "digest":          # the same source name, other graphs
+        assert good.train_digest == bad.train_digest and good.train_digest
+        bad = bad._replace(train_digest="0" * 16)
     elif change == "process kind":
         bad = bad._replace(process=gaussian.GaussianProcess())
     elif change == "self_condition":
