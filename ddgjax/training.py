@@ -464,16 +464,13 @@ class _Precompile:
 
     def __init__(self, chunk_fn, arg_specs: list[tuple]):
         self.error: BaseException | None = None
-        self.seconds = None
 
         def work():
-            t0 = time.time()
             try:
                 for specs in arg_specs:
                     chunk_fn.lower(*specs).compile()
             except Exception as e:  # noqa: BLE001 - reported by the first call instead
                 self.error = e
-            self.seconds = time.time() - t0
 
         self.thread = threading.Thread(target=work, name="ddgjax-precompile", daemon=True)
         self.thread.start()
@@ -953,8 +950,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
                 shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
                 print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
                       file=sys.stderr, flush=True)
-            if precompile is not None:   # the first call finds its executable compiled
-                precompile.join()
+            if epoch == start_epoch and precompile is not None:
+                precompile.join()        # the first call finds its executable compiled
             previous, pending = pending, None
             t0, host0 = time.time(), times["host"]
             state, losses, weights = _run_epochs(

@@ -1,6 +1,5 @@
 """PPGN dropout (``model.ppgn.dropout``): only in training steps, from the step's key."""
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

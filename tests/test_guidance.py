@@ -3,7 +3,6 @@ guide, refusals by name, and the sample command end to end."""
 import dataclasses
 import json
 
-import jax
 import numpy as np
 import pytest
 

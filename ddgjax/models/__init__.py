@@ -133,10 +133,9 @@ def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
     On a CPU backend ``model.init`` runs op by op, each op compiled once. On an accelerator
     it runs on the host CPU as one jitted program (op by op there took one H200 4.5 s of
     set-up instead of 8.4 s on the GPU for the Ego-small PPGN, docs/benchmarks.md "Round
-    17"; jitted, see "Round 33"), and the parameters are moved over. So a seed starts
+    17"; jitted, see "Round 34"), and the parameters are moved over. So a seed starts
     from the same parameters on a CPU machine and on a GPU machine: both initialise on a
-    CPU. Under a trace (``jit``, ``eval_shape``) it
-    initialises in place.
+    CPU. Under a trace (``jit``, ``eval_shape``) it initialises in place.
     """
     cpu = _host_cpu()
     if cpu is None or isinstance(key, getattr(jax.core, "Tracer", ())):
@@ -148,7 +147,7 @@ def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
 
 # One compiled program for the whole init on the host CPU (the same values as op by op:
 # tests/test_models.py); an H200 machine's set-up spent ~3.7 s compiling the op-by-op
-# init's ~90 small programs (docs/benchmarks.md, rounds 17 and 33). Not on a CPU backend,
+# init's ~90 small programs (docs/benchmarks.md, rounds 17 and 34). Not on a CPU backend,
 # where the op-by-op programs are shared by every model a process builds (the tests).
 _init_on_host = jax.jit(_init_here, static_argnums=(0, 2))
 

@@ -71,9 +71,11 @@ def fold_embed() -> bool:
 def fp8_product() -> bool:
     """Experimental, off by default (``DDGJAX_FP8_PRODUCT=1`` turns it on): the bfloat16
     Pallas path casts the pair MLPs' outputs to float8 (e4m3) for the per-channel product
-    (``ppgn.channel_matmul_fp8``). A quality probe for storing them in float8, which would
-    halve the bytes the pair kernel writes and the product reads; as it stands the cast is
-    one more pass, so it is not faster. Read when a program is traced."""
+    (``ppgn.channel_matmul_fp8``). A probe for storing them in float8, which would halve
+    the bytes the pair kernel writes and the product reads: its samples are as good
+    (docs/benchmarks.md, round 32), but XLA's float8 product is slower than its bf16 one
+    even with the operands in memory, so a gain needs a product kernel of our own; as it
+    stands the cast is one more pass. Read when a program is traced."""
     return env_switch("DDGJAX_FP8_PRODUCT", default=False)
 
 
