@@ -463,10 +463,13 @@ def _existing_step(workdir: str, kind: str) -> int:
     return step
 
 
-def set_aside(workdir: str, kind: str) -> str:
+def set_aside(workdir: str, kind: str, step: int | None = None) -> str:
     """Move the (unreadable) checkpoint ``kind`` to ``checkpoints/unreadable-<kind>-<step>``,
-    out of its manager, so new saves of ``kind`` start afresh. Returns the new path."""
-    step = _existing_step(workdir, kind)
+    out of its manager, so new saves of ``kind`` start afresh. Returns the new path.
+    ``step``: the checkpoint's step where the caller knows it (then no Orbax manager is
+    opened, which in a multi-process run would wait for the other processes)."""
+    if step is None:
+        step = _existing_step(workdir, kind)
     dest = os.path.join(workdir, "checkpoints", f"unreadable-{kind}-{step}")
     suffix = 1
     while os.path.exists(dest):
@@ -474,6 +477,22 @@ def set_aside(workdir: str, kind: str) -> str:
         suffix += 1
     os.rename(checkpoint_dir(workdir, kind, step), dest)
     return dest
+
+
+def set_aside_on_all_hosts(workdir: str, kind: str, step: int) -> str | None:
+    """``set_aside`` by process 0, called by every process of a run: with several
+    processes, between two barriers, so that every process has read (or failed to read)
+    the checkpoint before it moves and none goes on before the move is done (a process
+    reading it as it moved would fail alone and leave the others waiting). Returns the
+    new path on process 0, None on the others."""
+    several = jax.process_count() > 1
+    if several:
+        from jax.experimental import multihost_utils
+        multihost_utils.sync_global_devices(f"ddgjax read {workdir} {kind}")
+    moved = set_aside(workdir, kind, step) if jax.process_index() == 0 else None
+    if several:
+        multihost_utils.sync_global_devices(f"ddgjax set aside {workdir} {kind}")
+    return moved
 
 
 def restore_meta(workdir: str, kind: str) -> dict:

@@ -295,7 +295,8 @@ def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
     """
     state = init_state(model, tx, key, max_nodes)
     unreadable = []
-    for kind in checkpoints.available(workdir):  # KINDS order: latest, then best, ...
+    steps = checkpoints.available(workdir)
+    for kind in steps:  # KINDS order: latest, then best, ...
         try:
             restored, meta = checkpoints.restore(workdir, kind, state)
         except checkpoints.UnreadableCheckpointError as e:
@@ -306,9 +307,9 @@ def restore_or_init(workdir: str, model, tx, key: jax.Array, max_nodes: int):
                 f"{workdir}: its checkpoint does not fit this config (different model, sizes "
                 f"or max_nodes?); use a new --workdir, --restart, or the run's own config.json "
                 f"[{type(e).__name__}: {str(e).splitlines()[0][:200]}]") from e
-        for bad_kind, error in unreadable:
-            if jax.process_index() == 0:
-                moved = checkpoints.set_aside(workdir, bad_kind)
+        for bad_kind, error in unreadable:   # every process calls it (multi-process barriers)
+            moved = checkpoints.set_aside_on_all_hosts(workdir, bad_kind, steps[bad_kind])
+            if moved is not None:
                 print(f"warning: {error}; moved it to {moved}; resuming from the '{kind}' "
                       f"checkpoint (epoch {meta['epoch']})", file=sys.stderr)
         restored = jax.tree_util.tree_map(jnp.asarray, restored)

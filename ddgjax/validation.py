@@ -184,10 +184,11 @@ class Validator:
         self.metric = config.validation.metric
         self.use_ema = bool(config.sample.get("use_ema", False)) and config.train.ema_decay > 0
         self.best = None
-        if checkpoints.latest_step(workdir, "best_val") is not None:
-            self.best = self._recorded_best(workdir)
+        step = checkpoints.latest_step(workdir, "best_val")
+        if step is not None:
+            self.best = self._recorded_best(workdir, step)
 
-    def _recorded_best(self, workdir: str):
+    def _recorded_best(self, workdir: str, step: int):
         """The selection key of the ``best_val`` checkpoint, or None (with a warning) when
         it was chosen by another ``validation.metric`` or cannot be read (an unreadable
         one is set aside like an unreadable ``latest``): the next validation then
@@ -196,8 +197,8 @@ class Validator:
         try:
             best_meta = checkpoints.restore_meta(workdir, "best_val")
         except checkpoints.UnreadableCheckpointError as e:
-            if main:
-                moved = checkpoints.set_aside(workdir, "best_val")
+            moved = checkpoints.set_aside_on_all_hosts(workdir, "best_val", step)
+            if moved is not None:
                 print(f"warning: {e}; moved it to {moved}; best_val is chosen again from the "
                       "next validation on", file=sys.stderr)
             return None

@@ -16,7 +16,7 @@ from ml_collections import config_flags
 
 from configs import paper
 from configs import test as test_config
-from ddgjax import cli, training
+from ddgjax import checkpoints, cli, training
 
 from helpers import REPO
 
@@ -220,6 +220,16 @@ def test_train_cli_on_two_hosts(tmp_path):
     assert len(list(wd.glob("replaced-*"))) == 1
     records = (wd / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(r)["epoch"] for r in records if '"loss"' in r] == [1]
+    # an unreadable `latest` on two hosts: both resume from `best`, process 0 sets the
+    # bad one aside once every process has read it, and the run goes on to its end
+    (step_dir,) = [p for p in (wd / "checkpoints" / "latest").iterdir() if p.name.isdigit()]
+    for f in (step_dir / "state").rglob("d/*"):
+        f.write_bytes(f.read_bytes()[:50])
+    outs = two_hosts("--config.train.num_epochs=2")
+    assert all("trained" in out for out, _ in outs)
+    assert "resuming from the 'best' checkpoint (epoch 1)" in outs[0][1]
+    assert len(list((wd / "checkpoints").glob("unreadable-latest-*"))) == 1
+    assert checkpoints.restore_meta(str(wd), "latest")["epoch"] == 2
 
 
 def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):
