@@ -61,6 +61,13 @@ from ddgjax.models.input_channels import (graph_conditions, laplacian_projector_
 FOLDED_INPUT_WIDTH = 16     # input channels, zero-padded, when the embedding is folded
 
 
+def both_kernels_take(rows: int, nodes_sq: int, c_in: int, hidden: int) -> bool:
+    """Whether the pair-MLP and the mixing kernels both take ``rows`` entries of ``c_in``
+    channels (``nodes_sq`` per graph): what folding the embedding into a block needs."""
+    return (pair_mlp_kernel.supported(rows, c_in, hidden)
+            and mix_norm_kernel.supported(rows, nodes_sq, c_in, hidden))
+
+
 def leaky_relu(x):
     return nn.leaky_relu(x, negative_slope=0.01)
 
@@ -237,8 +244,7 @@ class PPGNBlockFused(nn.Module):
         nodes_sq = x.shape[1] * x.shape[2]
         if embed is not None:
             if not (self.pallas and self.norm == "instance"
-                    and pair_mlp_kernel.supported(rows, x.shape[-1], h)
-                    and mix_norm_kernel.supported(rows, nodes_sq, x.shape[-1], h)):
+                    and both_kernels_take(rows, nodes_sq, x.shape[-1], h)):
                 raise ValueError(f"PPGNBlockFused {self.name}: embed needs the Pallas kernels "
                                  f"for {x.shape[-1]} input channels")
             (k10, b10), (k20, b20) = (fold_linear(embed, k, b) for k, b in ((k10, b10),
@@ -492,9 +498,7 @@ class PPGN(nn.Module):
         rows, nodes_sq = bsz * n_max * n_max, n_max * n_max
         return (use_kernels and not self.remat and self.norm == "instance"
                 and c0 <= FOLDED_INPUT_WIDTH and pallas_launch.fold_embed()
-                and pair_mlp_kernel.supported(rows, FOLDED_INPUT_WIDTH, self.hidden)
-                and mix_norm_kernel.supported(rows, nodes_sq, FOLDED_INPUT_WIDTH,
-                                              self.hidden))
+                and both_kernels_take(rows, nodes_sq, FOLDED_INPUT_WIDTH, self.hidden))
 
     def readout_kernel(self, outs, rows: int):
         """The readout, residual and output layers with ``readout_mgpu``'s kernel for the
