@@ -44,6 +44,34 @@ def test_kernel_equals_the_reference(tiles, max_ctas):
     np.testing.assert_array_equal(np.asarray(got[0])[:, ::7], 0)
 
 
+@pytest.mark.parametrize("warp_specialized, out_dtype, c", [
+    (True, None, 128), (False, jnp.float8_e4m3fn, 128), (True, jnp.float8_e4m3fn, 16)])
+def test_kernel_variants_equal_the_reference(warp_specialized, out_dtype, c):
+    """The warp-specialized kernel (``DDGJAX_PAIR_WS``) and float8 outputs (the float8
+    path: ``m_0`` scaled by ``FP8_A_SCALE`` through ``scale``): each output against the
+    float32 reference to the output dtype's rounding (bf16 ~0.3 %, e4m3 ~3 %), with 128 and
+    with the folded embedding's 16 input channels; the warp-specialized bf16 result equals
+    the plain kernel's exactly (the same products in the same order)."""
+    args = pair_mlp_mgpu.random_inputs(pair_mlp_mgpu.TILE_ROWS * 6, c=c, seed=c)
+    x, w0, b0, w1, b1, scale = args
+    scale = scale.at[::5].set(0)
+    f = pair_mlp_kernel.FP8_A_SCALE if out_dtype is not None else 1.0
+    got = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale * f, max_ctas=3, interpret=ON_CPU,
+                                  out_dtype=out_dtype, warp_specialized=warp_specialized)
+    want = pair_mlp_kernel.pair_mlps_reference(*(a.astype(jnp.float32) for a in
+                                                 (x, w0, b0, w1, b1, scale)))
+    tol = 1e-2 if out_dtype is None else 4e-2
+    for g, w, div in zip(got, want, (f, 1.0)):
+        assert g.shape == (128, x.shape[0]) and g.dtype == (out_dtype or jnp.bfloat16)
+        assert _rel(np.asarray(g, np.float32) / div, w) < tol
+    np.testing.assert_array_equal(np.asarray(got[0], np.float32)[:, ::5], 0)
+    if warp_specialized and out_dtype is None:
+        plain = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, max_ctas=3,
+                                        interpret=ON_CPU)
+        for g, p in zip(got, plain):
+            np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(p, np.float32))
+
+
 def test_cta_count_and_supported_shapes():
     assert pair_mlp_mgpu.cta_count(57600, 132) == 128
     assert pair_mlp_mgpu.cta_count(7, 132) == 7 and pair_mlp_mgpu.cta_count(133, 132) == 19
@@ -292,11 +320,12 @@ def test_ppgn_with_the_embedding_folded_into_the_first_block(monkeypatch, backen
         pallas_launch.fold_embed()
 
 
-def test_fp8_product_probe(monkeypatch):
-    """DDGJAX_FP8_PRODUCT=1 (an experiment, off by default) rounds the pair MLPs' outputs to
-    float8 e4m3 for the per-channel product: its program holds float8 operands, its
-    logits stay close to the bfloat16 model's (float8 keeps 3 mantissa bits), and the
-    product alone is within a few per cent of float32's. A bad value is refused."""
+def test_fp8_product_under_triton(monkeypatch):
+    """DDGJAX_FP8_PRODUCT=1 (off by default) under the ``triton`` backend casts the pair
+    MLPs' outputs to float8 e4m3 for the per-channel product: its program holds float8
+    operands, its logits stay close to the bfloat16 model's (float8 keeps 3 mantissa
+    bits), and the product alone is within a few per cent of float32's. A bad value is
+    refused."""
     from ddgjax.models.ppgn import channel_matmul_fp8
 
     a = jax.random.normal(jax.random.key(0), (4, 2, 12, 12)) / 12 ** 0.5   # m1: 1/sqrt(n)
@@ -313,3 +342,49 @@ def test_fp8_product_probe(monkeypatch):
     monkeypatch.setenv("DDGJAX_FP8_PRODUCT", "true")
     with pytest.raises(ValueError, match="DDGJAX_FP8_PRODUCT"):
         pallas_launch.fp8_product()
+
+
+def test_fp8_product_under_mosaic(monkeypatch):
+    """DDGJAX_FP8_PRODUCT=1 under ``mosaic``: the pair kernel itself writes float8 (no cast
+    pass) and the product reads it (``pair_product_fp8``), forward only. The logits stay
+    within float8 rounding of the bf16 model's and as close to the float32 model's as a
+    few per cent; the parameter gradients are the bf16 path's exactly (its VJP is the bf16
+    path's); the per-graph (vmapped) call equals the batched one."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    runs = _compare_settings(monkeypatch, "DDGJAX_FP8_PRODUCT", ("0", "1"), num_blocks=2,
+                             batch_seed=9, noise_seed=7, out_tol=5e-2, grad_tol=1e-6)
+    fp8, bf16 = runs["1"], runs["0"]
+    assert "f8_e4m3fn[128,256]" in fp8["program"]            # the kernel's float8 outputs
+    assert "f8_e4m3fn" not in bf16["program"] and "f8_e4m3fn" not in fp8["grad_program"]
+    assert fp8["grad_program"] == bf16["grad_program"]
+    np.testing.assert_array_equal(fp8["grad"], bf16["grad"])
+    assert _rel(fp8["out"], fp8["f32_out"]) < 5e-2
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(5, [8, 7, 8, 4], 8)
+    t, lv = noise_inputs(4, seed=3)
+    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
+    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
+    batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
+    assert _rel(per_graph, batched) < 1e-2
+
+
+def test_warp_specialized_pair_kernel_in_the_ppgn(monkeypatch):
+    """DDGJAX_PAIR_WS=1 runs the warp-specialized pair kernel in a Mosaic PPGN's forward:
+    the same logits as the plain kernel (bit for bit: the same products in the same order)
+    and the same gradients. A bad value is refused."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    runs = _compare_settings(monkeypatch, "DDGJAX_PAIR_WS", ("0", "1"), num_blocks=2,
+                             batch_seed=3, noise_seed=5)
+    assert "pair_mlps_ws_wgmma_kernel" in runs["1"]["program"]
+    assert "pair_mlps_ws_wgmma_kernel" not in runs["0"]["program"]
+    np.testing.assert_array_equal(runs["1"]["out"], runs["0"]["out"])
+    np.testing.assert_array_equal(runs["1"]["grad"], runs["0"]["grad"])
+    monkeypatch.delenv("DDGJAX_PAIR_WS")
+    assert not pallas_launch.pair_warp_specialized()
+    monkeypatch.setenv("DDGJAX_PAIR_WS", "yes")
+    with pytest.raises(ValueError, match="DDGJAX_PAIR_WS"):
+        pallas_launch.pair_warp_specialized()

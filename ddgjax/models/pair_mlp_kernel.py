@@ -34,6 +34,8 @@ from ddgjax.models import pair_mlp_mgpu, pallas_launch
 
 NEGATIVE_SLOPE = 0.01
 TILE_ROWS = (128, 64, 32, 16)
+FP8 = jnp.float8_e4m3fn
+FP8_A_SCALE = 8.0   # a power of two: lifts m_0 (scaled by 1/sqrt(n)) out of e4m3's subnormals
 
 
 def pair_mlps_reference(x, w0, b0, w1, b1, scale):
@@ -92,13 +94,17 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=
 
 
 def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
-                    backend: str = "triton"):
+                    backend: str = "triton", out_dtype=None):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     if (backend == "mosaic" and not with_hidden and x.dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
-        return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale,
+        return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, out_dtype=out_dtype,
+                                       warp_specialized=pallas_launch.pair_warp_specialized(),
                                        interpret=jax.default_backend() == "cpu")
+    if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
+        return tuple(m.astype(out_dtype) for m in _pallas_forward(
+            x, w0, b0, w1, b1, scale, with_hidden, backend))
     tm = tile_rows(m_rows)
     sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
     rows = tm * sub                                                  # rows per program
@@ -130,17 +136,20 @@ def hidden_reference(x, w0, b0):
     return h.reshape(x.shape[0], -1)
 
 
-def _make_forward(with_hidden: bool, backend: str = "triton"):
+def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None):
     """The kernel call, batched under ``vmap`` by merging the examples' rows; ``backend``
-    picks the forward's kernel where no hidden layers are written."""
+    picks the forward's kernel where no hidden layers are written; ``out_dtype`` (None: the
+    input's) is ``m_0, m_1``'s dtype."""
 
     def reference(x, w0, b0, w1, b1, scale):
         out = pair_mlps_reference(x, w0, b0, w1, b1, scale)
+        if out_dtype is not None:
+            out = tuple(m.astype(out_dtype) for m in out)
         return out + (hidden_reference(x, w0, b0),) if with_hidden else out
 
     @jax.custom_batching.custom_vmap
     def forward(x, w0, b0, w1, b1, scale):
-        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend)
+        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend, out_dtype)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
@@ -239,3 +248,59 @@ def _make_pair_mlps(backend: str):
 
 
 _PAIR_MLPS = {backend: _make_pair_mlps(backend) for backend in ("triton", "mosaic")}
+
+
+# ---- float8 storage of the pair MLPs' outputs for the per-channel product (sampling) ----
+
+def product_from_fp8(a8, b8):
+    """The per-channel product from float8 operands: ``[C, B, N, N]`` x2 (``a8`` stored as
+    ``m_0 * FP8_A_SCALE``) -> ``a8 @ b8 / FP8_A_SCALE`` in bfloat16, accumulated in float32.
+    The operands are converted to bfloat16 in the program, which XLA fuses into its bf16
+    GEMM: 0.79 ms against 1.06 for the bf16 product and 1.13 for XLA's float8 GEMM at the
+    Planar-60 sampling shape (H200, round 37, docs/benchmarks.md); float8 values are exact
+    in bfloat16, so this equals a float8 GEMM up to the summation order."""
+    out = jnp.einsum("cbik,cbkj->cbij", a8.astype(jnp.bfloat16), b8.astype(jnp.bfloat16),
+                     preferred_element_type=jnp.float32)
+    return (out * (1.0 / FP8_A_SCALE)).astype(jnp.bfloat16)
+
+
+_forward_fp8 = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8)
+
+
+def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
+    """What ``pair_product_fp8`` approximates, differentiably: ``pair_mlps`` then the
+    bf16 per-channel product. Shapes as ``pair_product_fp8``."""
+    m0, m1 = pair_mlps(x, w0, b0, w1, b1, scale)
+    shape = (w0.shape[-1],) + tuple(graphs_shape)
+    return jnp.einsum("cbik,cbkj->cbij", m0.reshape(shape), m1.reshape(shape))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
+def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape):
+    """A PPGN block's pair MLPs and per-channel product, ``m_0, m_1`` stored in float8.
+
+    Args: ``x, w0, b0, w1, b1, scale`` as ``pair_mlps`` (``x`` ``[M, C]`` bf16 with
+      ``M = B * N * N`` rows); ``graphs_shape`` ``(B, N, N)`` (static).
+    Returns: ``[H, B, N, N]`` bf16, ``m_0 @ m_1`` per channel and graph.
+
+    The Mosaic pair kernel writes float8 (``m_0`` times ``FP8_A_SCALE``; where it does not
+    take the shapes, the Triton kernel's bf16 outputs are cast) and ``product_from_fp8``
+    reads them: a third fewer bytes than the bf16 path for the kernel and the product.
+    The gradient is the bf16 path's (``_pair_product_bf16``): float8 is a sampling
+    setting (``pallas_launch.fp8_product``)."""
+    m0, m1 = _forward_fp8(x, w0, b0, w1, b1, scale * FP8_A_SCALE)
+    shape = (w0.shape[-1],) + tuple(graphs_shape)
+    return product_from_fp8(m0.reshape(shape), m1.reshape(shape))
+
+
+def _pair_product_fwd(x, w0, b0, w1, b1, scale, graphs_shape):
+    return jax.vjp(functools.partial(_pair_product_bf16, graphs_shape=graphs_shape),
+                   x, w0, b0, w1, b1, scale)
+
+
+def _pair_product_bwd(graphs_shape, vjp_fn, g):
+    del graphs_shape
+    return vjp_fn(g)
+
+
+pair_product_fp8.defvjp(_pair_product_fwd, _pair_product_bwd)

@@ -69,19 +69,29 @@ def fold_embed() -> bool:
 
 
 def fp8_product() -> bool:
-    """Experimental, off by default (``DDGJAX_FP8_PRODUCT=1`` turns it on): the bfloat16
-    Pallas path casts the pair MLPs' outputs to float8 (e4m3) for the per-channel product
-    (``ppgn.channel_matmul_fp8``). A probe for storing them in float8, which would halve
-    the bytes the pair kernel writes and the product reads: its samples are as good
-    (docs/benchmarks.md, round 32), but XLA's float8 product is slower than its bf16 one
-    even with the operands in memory, so a gain needs a product kernel of our own; as it
-    stands the cast is one more pass. Read when a program is traced."""
+    """Off by default (``DDGJAX_FP8_PRODUCT=1`` turns it on): the bfloat16 Pallas path
+    stores the pair MLPs' outputs in float8 (e4m3) for the per-channel product. Under the
+    ``mosaic`` backend the pair kernel writes float8 and XLA's product reads it, converting
+    to bfloat16 inside its GEMM (``pair_mlp_kernel.pair_product_fp8``; its gradient is the
+    bfloat16 path's); under ``triton`` the bf16 outputs are cast (``ppgn.channel_matmul_fp8``,
+    one more pass). Round 32 found its samples as good as bf16's, round 37 the pair kernel
+    and product 1.94 against 2.28 ms per block on an H200 (docs/benchmarks.md). Read when a
+    program is traced."""
     return env_switch("DDGJAX_FP8_PRODUCT", default=False)
+
+
+def pair_warp_specialized() -> bool:
+    """Whether the Mosaic pair-MLP kernel runs warp-specialized (two compute warpgroups,
+    one MLP each, and a load warpgroup; ``pair_mlp_mgpu._pair_mlps_warp_specialized``):
+    ``DDGJAX_PAIR_WS=1`` on, ``0`` off (the default). Round 37: 1.386 against 1.48-1.54 ms
+    alone on an H200. Read when a program is traced."""
+    return env_switch("DDGJAX_PAIR_WS", default=False)
 
 
 def trace_settings() -> tuple:
     """The environment settings a traced PPGN program depends on (for cache keys)."""
-    return kernel_backend(), mosaic_readout(), fold_embed(), fp8_product()
+    return (kernel_backend(), mosaic_readout(), fold_embed(), fp8_product(),
+            pair_warp_specialized())
 
 
 def backend_for_capability(capability: str) -> str:

@@ -156,18 +156,18 @@ def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.einsum("cbik,cbkj->cbij", a, b)
 
 
-FP8_A_SCALE = 8.0   # a power of two: lifts m1 (scaled by 1/sqrt(n)) out of e4m3's subnormals
+FP8_A_SCALE = pair_mlp_kernel.FP8_A_SCALE
 
 
 def channel_matmul_fp8(a: jax.Array, b: jax.Array) -> jax.Array:
     """``channel_matmul`` with both operands rounded to float8 e4m3 (``a`` times
     ``FP8_A_SCALE`` before the cast, undone after), accumulated in float32 and returned
-    in bfloat16. ``[C, B, N, N]`` x2 -> ``[C, B, N, N]``. An experiment
-    (``pallas_launch.fp8_product``), not a default."""
-    f8 = jnp.float8_e4m3fn
-    out = jnp.einsum("cbik,cbkj->cbij", (a.astype(jnp.float32) * FP8_A_SCALE).astype(f8),
-                     b.astype(f8), preferred_element_type=jnp.float32)
-    return (out * (1.0 / FP8_A_SCALE)).astype(jnp.bfloat16)
+    in bfloat16. ``[C, B, N, N]`` x2 -> ``[C, B, N, N]``. The ``triton`` backend's float8
+    setting (``pallas_launch.fp8_product``: the casts are passes of their own; the
+    ``mosaic`` backend's pair kernel writes float8 itself, ``pair_product_fp8``)."""
+    f8 = pair_mlp_kernel.FP8
+    return pair_mlp_kernel.product_from_fp8(
+        (a.astype(jnp.float32) * FP8_A_SCALE).astype(f8), b.astype(f8))
 
 
 class PPGNBlock(nn.Module):
@@ -254,12 +254,16 @@ class PPGNBlockFused(nn.Module):
                 rows, x.shape[-1], h):
             c_x = x.shape[-1]
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
-            m = pair_mlp_kernel.pair_mlps(x.astype(cdt).reshape(rows, c_x), stack(k10, k20),
-                                          stack(b10, b20), stack(k11, k21), stack(b11, b21),
-                                          scale.reshape(rows))
-            m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)        # [h, B, N, N] each
-            prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
-                    else channel_matmul(m1, m2)).astype(cdt)
+            pair_args = (x.astype(cdt).reshape(rows, c_x), stack(k10, k20), stack(b10, b20),
+                         stack(k11, k21), stack(b11, b21), scale.reshape(rows))
+            if (pallas_launch.fp8_product() and pallas_launch.kernel_backend() == "mosaic"
+                    and cdt == jnp.bfloat16):
+                prod = pair_mlp_kernel.pair_product_fp8(*pair_args, x.shape[:3])
+            else:
+                m = pair_mlp_kernel.pair_mlps(*pair_args)
+                m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)    # [h, B, N, N] each
+                prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
+                        else channel_matmul(m1, m2)).astype(cdt)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
                 return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
