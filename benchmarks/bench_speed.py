@@ -246,6 +246,14 @@ def row_name(kind, args):
     return f"train_step_planar{args.N}_bs{args.batch}"
 
 
+def kernel_switches() -> dict:
+    """The PPGN kernel settings the ddgjax sampling rows were traced with
+    (``ddgjax.models.pallas_launch``; environment variables read at trace time)."""
+    from ddgjax.models import pallas_launch
+    names = ("backend", "mgpu_readout", "fold_embed", "fp8_product", "pair_warp_specialized")
+    return dict(zip(names, pallas_launch.trace_settings()))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/results/bench_speed.json")
@@ -311,7 +319,8 @@ def main(argv=None):
             "repeats": {"sample": args.repeat_sample, "train": args.repeat_train},
             "quick": args.quick, "ddgjax_option": args.ddgjax_option,
             "ddgjax_train_option": args.ddgjax_train_option,
-            "tf32": args.tf32, "argv": sys.argv[1:]}
+            "tf32": args.tf32, "argv": sys.argv[1:],
+            "ddgjax_kernel_switches": kernel_switches()}
     device_name = str(jdev.device_kind)
     if use_torch:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -94,13 +94,13 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=
 
 
 def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
-                    backend: str = "triton", out_dtype=None):
+                    backend: str = "triton", out_dtype=None, warp_specialized: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     if (backend == "mosaic" and not with_hidden and x.dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, out_dtype=out_dtype,
-                                       warp_specialized=pallas_launch.pair_warp_specialized(),
+                                       warp_specialized=warp_specialized,
                                        interpret=jax.default_backend() == "cpu")
     if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
         return tuple(m.astype(out_dtype) for m in _pallas_forward(
@@ -136,10 +136,14 @@ def hidden_reference(x, w0, b0):
     return h.reshape(x.shape[0], -1)
 
 
-def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None):
+def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None,
+                  warp_specialized: bool = False):
     """The kernel call, batched under ``vmap`` by merging the examples' rows; ``backend``
-    picks the forward's kernel where no hidden layers are written; ``out_dtype`` (None: the
-    input's) is ``m_0, m_1``'s dtype."""
+    picks the forward's kernel where no hidden layers are written (``warp_specialized``:
+    the Mosaic kernel's variant); ``out_dtype`` (None: the input's) is ``m_0, m_1``'s
+    dtype. Every setting is a function of its own: JAX 0.11 reuses what it traced of a
+    ``custom_vmap``/``custom_vjp`` function for the same shapes, whatever the environment
+    says on the second trace."""
 
     def reference(x, w0, b0, w1, b1, scale):
         out = pair_mlps_reference(x, w0, b0, w1, b1, scale)
@@ -149,7 +153,8 @@ def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None):
 
     @jax.custom_batching.custom_vmap
     def forward(x, w0, b0, w1, b1, scale):
-        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend, out_dtype)
+        return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend, out_dtype,
+                               warp_specialized)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
@@ -218,9 +223,15 @@ def pair_mlps_backward(x, w0, w1, b1, scale, hidden, g0, g1):
 
 def pair_mlps(x, w0, b0, w1, b1, scale):
     """``pair_mlps_reference`` through the fused kernels (shapes as there). The forward's
-    kernel is ``pallas_launch.kernel_backend()``, read when the program is traced; the
-    gradient's forward always runs the Triton kernel, which writes the hidden layers."""
-    return _PAIR_MLPS[pallas_launch.kernel_backend()](x, w0, b0, w1, b1, scale)
+    kernel is ``pallas_launch.kernel_backend()`` (with ``pair_warp_specialized()``), read
+    when the program is traced; the gradient's forward always runs the Triton kernel,
+    which writes the hidden layers."""
+    return _PAIR_MLPS[_forward_setting()](x, w0, b0, w1, b1, scale)
+
+
+def _forward_setting() -> tuple[str, bool]:
+    backend = pallas_launch.kernel_backend()
+    return backend, backend == "mosaic" and pallas_launch.pair_warp_specialized()
 
 
 def _fwd(x, w0, b0, w1, b1, scale):
@@ -234,10 +245,11 @@ def _bwd(res, g):
     return (out[0], out[1], out[2].astype(b0.dtype)) + out[3:]
 
 
-def _make_pair_mlps(backend: str):
+def _make_pair_mlps(backend: str, warp_specialized: bool = False):
     """One differentiable function per forward kernel (JAX caches what it traces of a
-    ``custom_vjp`` by function, so the backend must not change under one function)."""
-    forward = _make_forward(with_hidden=False, backend=backend)
+    ``custom_vjp`` by function, so the kernel must not change under one function)."""
+    forward = _make_forward(with_hidden=False, backend=backend,
+                            warp_specialized=warp_specialized)
 
     @jax.custom_vjp
     def pair_mlps_with(x, w0, b0, w1, b1, scale):
@@ -247,7 +259,8 @@ def _make_pair_mlps(backend: str):
     return pair_mlps_with
 
 
-_PAIR_MLPS = {backend: _make_pair_mlps(backend) for backend in ("triton", "mosaic")}
+_PAIR_MLPS = {(backend, ws): _make_pair_mlps(backend, ws)
+              for backend, ws in (("triton", False), ("mosaic", False), ("mosaic", True))}
 
 
 # ---- float8 storage of the pair MLPs' outputs for the per-channel product (sampling) ----
@@ -264,9 +277,6 @@ def product_from_fp8(a8, b8):
     return (out * (1.0 / FP8_A_SCALE)).astype(jnp.bfloat16)
 
 
-_forward_fp8 = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8)
-
-
 def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
     """What ``pair_product_fp8`` approximates, differentiably: ``pair_mlps`` then the
     bf16 per-channel product. Shapes as ``pair_product_fp8``."""
@@ -275,32 +285,44 @@ def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
     return jnp.einsum("cbik,cbkj->cbij", m0.reshape(shape), m1.reshape(shape))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
 def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape):
     """A PPGN block's pair MLPs and per-channel product, ``m_0, m_1`` stored in float8.
 
     Args: ``x, w0, b0, w1, b1, scale`` as ``pair_mlps`` (``x`` ``[M, C]`` bf16 with
-      ``M = B * N * N`` rows); ``graphs_shape`` ``(B, N, N)`` (static).
+      ``M = B * N * N`` rows); ``graphs_shape`` ``(B, N, N)``.
     Returns: ``[H, B, N, N]`` bf16, ``m_0 @ m_1`` per channel and graph.
 
-    The Mosaic pair kernel writes float8 (``m_0`` times ``FP8_A_SCALE``; where it does not
-    take the shapes, the Triton kernel's bf16 outputs are cast) and ``product_from_fp8``
-    reads them: a third fewer bytes than the bf16 path for the kernel and the product.
-    The gradient is the bf16 path's (``_pair_product_bf16``): float8 is a sampling
-    setting (``pallas_launch.fp8_product``)."""
-    m0, m1 = _forward_fp8(x, w0, b0, w1, b1, scale * FP8_A_SCALE)
-    shape = (w0.shape[-1],) + tuple(graphs_shape)
-    return product_from_fp8(m0.reshape(shape), m1.reshape(shape))
+    The Mosaic pair kernel (warp-specialized with ``pallas_launch.pair_warp_specialized``)
+    writes float8 (``m_0`` times ``FP8_A_SCALE``; where it does not take the shapes, the
+    Triton kernel's bf16 outputs are cast) and ``product_from_fp8`` reads them: a third
+    fewer bytes than the bf16 path for the kernel and the product. The gradient is the
+    bf16 path's (``_pair_product_bf16``): float8 is a sampling setting
+    (``pallas_launch.fp8_product``)."""
+    ws = pallas_launch.pair_warp_specialized()
+    return _PAIR_PRODUCT_FP8[ws](x, w0, b0, w1, b1, scale, tuple(graphs_shape))
 
 
-def _pair_product_fwd(x, w0, b0, w1, b1, scale, graphs_shape):
-    return jax.vjp(functools.partial(_pair_product_bf16, graphs_shape=graphs_shape),
-                   x, w0, b0, w1, b1, scale)
+def _make_pair_product_fp8(warp_specialized: bool):
+    """``pair_product_fp8`` with one pair kernel (one function per kernel: ``_make_forward``)."""
+    forward = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8,
+                            warp_specialized=warp_specialized)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
+    def pair_product(x, w0, b0, w1, b1, scale, graphs_shape):
+        m0, m1 = forward(x, w0, b0, w1, b1, scale * FP8_A_SCALE)
+        shape = (w0.shape[-1],) + graphs_shape
+        return product_from_fp8(m0.reshape(shape), m1.reshape(shape))
+
+    def fwd(x, w0, b0, w1, b1, scale, graphs_shape):
+        return jax.vjp(functools.partial(_pair_product_bf16, graphs_shape=graphs_shape),
+                       x, w0, b0, w1, b1, scale)
+
+    def bwd(graphs_shape, vjp_fn, g):
+        del graphs_shape
+        return vjp_fn(g)
+
+    pair_product.defvjp(fwd, bwd)
+    return pair_product
 
 
-def _pair_product_bwd(graphs_shape, vjp_fn, g):
-    del graphs_shape
-    return vjp_fn(g)
-
-
-pair_product_fp8.defvjp(_pair_product_fwd, _pair_product_bwd)
+_PAIR_PRODUCT_FP8 = {ws: _make_pair_product_fp8(ws) for ws in (False, True)}
