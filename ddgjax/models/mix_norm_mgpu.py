@@ -30,7 +30,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
-                                         smem_transforms, tile_plan)
+                                         smem_transforms, tile_plan, transposed)
 
 
 
@@ -90,7 +90,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                 scratch_t[0][...] = x_s[...].T
                 x_t = scratch_t[0]
             else:
-                x_t = plgpu.transpose_ref(x_s, (1, 0))            # [C, TM]
+                x_t = transposed(x_s)            # [C, TM]
             shape = (h, tm)                                       # acc = y^T - b
             out = y_g.at[:, pl.ds(tile * tm, tm)]
 

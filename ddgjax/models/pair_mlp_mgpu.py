@@ -24,6 +24,7 @@ place the two paths differ.
 """
 from __future__ import annotations
 
+import inspect
 import math
 
 import jax
@@ -76,10 +77,29 @@ def tile_plan(m_rows: int, max_ctas: int | None, kernel: str,
     return tiles, ctas, tiles // ctas
 
 
+def _load_takes_index() -> bool:
+    """Whether ``plgpu.load`` wants the index as an argument (JAX 0.10) or takes it from the
+    ref (JAX 0.11 deprecates the argument; ``ref.at[idx]`` instead)."""
+    idx = inspect.signature(plgpu.load).parameters.get("idx")
+    return idx is not None and idx.default is inspect.Parameter.empty
+
+
+_LOAD_TAKES_INDEX = _load_takes_index()
+
+
 def load_vector(ref, layout, interpret: bool):
     """A 1-D shared-memory vector in the register layout it will be broadcast from (the
     interpreter takes no layouts)."""
-    return ref[...] if interpret else plgpu.load(ref, (), layout=layout)
+    if interpret:
+        return ref[...]
+    return (plgpu.load(ref, (), layout=layout) if _LOAD_TAKES_INDEX
+            else plgpu.load(ref, layout=layout))
+
+
+def transposed(ref):
+    """A transposed view of a 2-D shared-memory ref (``plgpu.transpose_ref``, which JAX
+    0.11 deprecates, is this method)."""
+    return ref.transpose((1, 0))
 
 
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
@@ -128,7 +148,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
                 xt_s[0][...] = x_s[...].T
                 x_t = xt_s[0]
             else:
-                x_t = plgpu.transpose_ref(x_s, (1, 0))                # [C, TM]
+                x_t = transposed(x_s)                # [C, TM]
             s = load_vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
             for j, o_g in ((0, o0_g), (1, o1_g)):
                 def first_layer(acc):
@@ -221,7 +241,7 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
                 xt_s[0].at[j][...] = x_s[...].T
                 x_t = xt_s[0].at[j]
             else:
-                x_t = plgpu.transpose_ref(x_s, (1, 0))                # [C, TM]
+                x_t = transposed(x_s)                # [C, TM]
 
             def first_layer(acc):
                 plgpu.wgmma(acc, w0_s.at[j], x_t)

@@ -35,6 +35,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
                                          smem_transforms, tile_plan)
+from ddgjax.models.pair_mlp_mgpu import transposed as transposed_view
 
 NEGATIVE_SLOPE = 0.01
 INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
@@ -124,7 +125,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             if interpret:
                 scratch[which][...] = ref[...].T
                 return scratch[which]
-            return plgpu.transpose_ref(ref, (1, 0))
+            return transposed_view(ref)
 
         def tile_body(t, carry):
             plgpu.barrier_wait(x0_bars.at[t % 2])
