@@ -90,7 +90,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                 scratch_t[0][...] = x_s[...].T
                 x_t = scratch_t[0]
             else:
-                x_t = transposed(x_s)            # [C, TM]
+                x_t = transposed(x_s)                             # [C, TM]
             shape = (h, tm)                                       # acc = y^T - b
             out = y_g.at[:, pl.ds(tile * tm, tm)]
 

@@ -110,7 +110,8 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
     Args:
       x: ``[M, C]`` bf16; w0 ``[2, C, H]``; b0 ``[2, H]``; w1 ``[2, H, H]``; b1 ``[2, H]``;
         scale ``[M]`` (any float dtypes; weights are cast to ``x``'s dtype, biases and
-        scale used in float32).
+        scale used in float32, or rounded to ``x``'s dtype by the warp-specialized kernel:
+        the PPGN passes them in bf16, where the two kernels agree bit for bit).
       out_dtype: the outputs' dtype (default ``x``'s); ``float8_e4m3fn`` rounds the float32
         results once to float8 (the caller scales ``m_0`` into float8's range through
         ``scale``; ``ppgn.FP8_A_SCALE``).
@@ -148,7 +149,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
                 xt_s[0][...] = x_s[...].T
                 x_t = xt_s[0]
             else:
-                x_t = transposed(x_s)                # [C, TM]
+                x_t = transposed(x_s)                             # [C, TM]
             s = load_vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
             for j, o_g in ((0, o0_g), (1, o1_g)):
                 def first_layer(acc):
@@ -241,7 +242,7 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
                 xt_s[0].at[j][...] = x_s[...].T
                 x_t = xt_s[0].at[j]
             else:
-                x_t = transposed(x_s)                # [C, TM]
+                x_t = transposed(x_s)                             # [C, TM]
 
             def first_layer(acc):
                 plgpu.wgmma(acc, w0_s.at[j], x_t)
