@@ -102,6 +102,17 @@ def transposed(ref):
     return ref.transpose((1, 0))
 
 
+def _kernel_plan(x, w0, w1, max_ctas, out_dtype):
+    """What both pair kernels derive from their arguments: the sizes ``(M, C, H)``, the
+    compute and output dtypes, the tile rows, the CTA plan (``tile_plan``) and the weights
+    transposed for the ``w^T x^T`` products (``[2, H, C]``, ``[2, H, H]``)."""
+    m_rows, c = x.shape
+    dt = x.dtype
+    _, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
+    return (m_rows, c, w0.shape[-1], dt, TILE_ROWS, jnp.dtype(out_dtype or dt), ctas, per_cta,
+            jnp.swapaxes(w0, 1, 2).astype(dt), jnp.swapaxes(w1, 1, 2).astype(dt))
+
+
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
               max_ctas: int | None = None, interpret: bool = False, out_dtype=None,
               warp_specialized: bool = False):
@@ -126,12 +137,8 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         return _pair_mlps_warp_specialized(
             x, w0, b0, w1, b1, scale, max_concurrent_steps=max_concurrent_steps,
             max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype)
-    m_rows, c = x.shape
-    h, dt, tm = w0.shape[-1], x.dtype, TILE_ROWS
-    odt = jnp.dtype(out_dtype or dt)
-    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
-    w0t = jnp.swapaxes(w0, 1, 2).astype(dt)                         # [2, H, C]
-    w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
+    (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
+                                                                         out_dtype)
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
@@ -209,12 +216,8 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
     """``pair_mlps`` with warpgroup ``j`` (of two) computing MLP ``j`` and a third issuing
     the loads. Biases and scales travel in ``x``'s dtype (as the PPGN passes them; the
     shared memory they save holds the second staging buffer). Same arguments and result."""
-    m_rows, c = x.shape
-    h, dt, tm = w0.shape[-1], x.dtype, TILE_ROWS
-    odt = jnp.dtype(out_dtype or dt)
-    tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
-    w0t = jnp.swapaxes(w0, 1, 2).astype(dt)                         # [2, H, C]
-    w1t = jnp.swapaxes(w1, 1, 2).astype(dt)                         # [2, H, H]
+    (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
+                                                                         out_dtype)
     # row j: MLP j's multiplier of its output's columns (m_0 scaled, m_1 not)
     scales = jnp.stack([scale.astype(dt), jnp.ones((m_rows,), dt)])
     wgmma_layout = plgpu.Layout.WGMMA
