@@ -56,7 +56,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks import bench_core  # noqa: E402
-from ddgjax.models import init_params, model_from_config  # noqa: E402
+from ddgjax.models import init_params, model_from_config, pallas_launch  # noqa: E402
 from ddgjax.processes import bitflip  # noqa: E402
 from ddgjax.processes.flip_schedules import make_schedule  # noqa: E402
 
@@ -246,14 +246,6 @@ def row_name(kind, args):
     return f"train_step_planar{args.N}_bs{args.batch}"
 
 
-def kernel_switches() -> dict:
-    """The PPGN kernel settings the ddgjax sampling rows were traced with
-    (``ddgjax.models.pallas_launch``; environment variables read at trace time)."""
-    from ddgjax.models import pallas_launch
-    names = ("backend", "mgpu_readout", "fold_embed", "fp8_product", "pair_warp_specialized")
-    return dict(zip(names, pallas_launch.trace_settings()))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/results/bench_speed.json")
@@ -320,7 +312,8 @@ def main(argv=None):
             "quick": args.quick, "ddgjax_option": args.ddgjax_option,
             "ddgjax_train_option": args.ddgjax_train_option,
             "tf32": args.tf32, "argv": sys.argv[1:],
-            "ddgjax_kernel_switches": kernel_switches()}
+            # the PPGN kernel settings the sampling rows were traced with (env variables)
+            "ddgjax_kernel_switches": pallas_launch.trace_settings_record()}
     device_name = str(jdev.device_kind)
     if use_torch:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -26,6 +26,7 @@ import numpy as np
 
 from ddgjax.data import load_dataset, write_graph_list
 from ddgjax.interrupts import deferred
+from ddgjax.models.pallas_launch import trace_settings_record
 from ddgjax.plotting import chain_rows, draw_graph_grid
 from ddgjax.reporting import write_json_atomic
 from ddgjax.sampling import Run, SamplingError, generate
@@ -87,7 +88,8 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "algorithm": res["algorithm"], "num_steps": res["num_steps"],
             "num_samples": num_samples, "graphs_per_second": res["graphs_per_second"],
-            "compile_seconds": res["compile_seconds"], "sampler": res["sampler"]}
+            "compile_seconds": res["compile_seconds"], "sampler": res["sampler"],
+            "kernel_switches": trace_settings_record()}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",
                                dir=os.path.dirname(final_dir))
@@ -158,7 +160,7 @@ def write_completion_dir(run: Run, out_dir: str, requests: list, *, num_samples:
     info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "task": "completion", "num_inputs": len(requests),
             "samples_per_input": num_samples, "sampler": res["sampler"],
-            "seconds": res["seconds"],
+            "seconds": res["seconds"], "kernel_switches": trace_settings_record(),
             "source_index": [g for g in range(len(requests)) for _ in range(num_samples)]}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",

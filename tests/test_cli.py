@@ -119,6 +119,10 @@ def test_train_resume_sample_end_to_end(trained_workdir):
     out = wd / "samples"
     data = json.loads((out / "samples.json").read_text())
     assert len(data["graphs"]) == 10
+    # the kernel switches the sampler was traced with are on record (the defaults here)
+    assert data["generated_by"]["kernel_switches"] == {
+        "backend": "triton", "mgpu_readout": True, "fold_embed": True, "fp8_product": False,
+        "pair_warp_specialized": True}
     assert (out / "grid.png").stat().st_size > 1000
     assert (out / "chain.png").stat().st_size > 1000
     assert len(list((out / "graphml").glob("*.graphml"))) == 10
@@ -153,6 +157,8 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
     empty.mkdir()
     line = one_line_error(run("sample.py", f"--workdir={empty}"))
     assert "no trained run" in line
+    line = one_line_error(run("sample.py", f"--workdir={wd}", "--fp8"))
+    assert "--fp8" in line and "needs --pallas" in line
     in_process = {
         "missing file": ({"data.source": "/nonexistent/graphs.json"}, "not found"),
         "graph above max nodes": ({"data.source": str(big), "data.max_nodes": 20},

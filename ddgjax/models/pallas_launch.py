@@ -96,6 +96,15 @@ def trace_settings() -> tuple:
             pair_warp_specialized())
 
 
+TRACE_SETTING_NAMES = ("backend", "mgpu_readout", "fold_embed", "fp8_product",
+                       "pair_warp_specialized")
+
+
+def trace_settings_record() -> dict:
+    """``trace_settings`` by name, for the records of samples and benchmarks."""
+    return dict(zip(TRACE_SETTING_NAMES, trace_settings()))
+
+
 def backend_for_capability(capability: str) -> str:
     """The default kernels for a CUDA compute capability such as ``"9.0"``: ``"mosaic"``
     on Hopper (9.x), ``"triton"`` for anything else or anything unreadable."""
