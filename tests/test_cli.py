@@ -159,6 +159,8 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
     assert "no trained run" in line
     line = one_line_error(run("sample.py", f"--workdir={wd}", "--fp8"))
     assert "--fp8" in line and "needs --pallas" in line
+    line = one_line_error(run("sample.py", f"--workdir={wd}", "--fp8", "--pallas"))
+    assert "--fp8" in line and "samples in float32" in line
     in_process = {
         "missing file": ({"data.source": "/nonexistent/graphs.json"}, "not found"),
         "graph above max nodes": ({"data.source": str(big), "data.max_nodes": 20},

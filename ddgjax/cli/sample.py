@@ -116,6 +116,17 @@ def use_fp8_product(fv) -> None:
     os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
 
+def check_fp8_run(fv, run) -> None:
+    """``--fp8`` applies to a bfloat16 model only (the Pallas path's dtype): refuse a run
+    that samples in float32 rather than record a setting that did nothing."""
+    from ddgjax.sampling import SamplingError
+
+    dtype = str(run.config.model.get("compute_dtype", "float32"))
+    if fv.fp8 and dtype != "bfloat16":
+        raise SamplingError(f"--fp8: {fv.workdir} samples in {dtype}; the float8 path is part "
+                            "of the bfloat16 Pallas kernels: add --compute_dtype bfloat16")
+
+
 def sampler_options(fv) -> dict:
     """``--option`` values plus ``--algorithm`` (when given) as sampler keyword arguments."""
     from ddgjax.cli import parse_option_values
@@ -166,6 +177,7 @@ def run_sampling(fv) -> None:
     guided = guidance_requested(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
+    check_fp8_run(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if guided:
         from ddgjax.guidance import guided_run, load_guide
@@ -268,6 +280,7 @@ def run_completion(fv) -> None:
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
+    check_fp8_run(fv, run)
     cfg = run.config
     num = fv.num_samples or 16
     seed = cfg.sample.seed if fv.seed is None else fv.seed
