@@ -103,9 +103,11 @@ def define_flags(fv) -> None:
     flags.mark_flags_as_required(["workdir"], flag_values=fv)
 
 
-def use_fp8_product(fv) -> None:
-    """``--fp8``: turn on ``pallas_launch.fp8_product`` for this process (read when the
-    sampler compiles, so before anything is traced); it needs ``--pallas``."""
+def use_fp8_product(fv, run) -> None:
+    """``--fp8``: turn on ``pallas_launch.fp8_product`` for this process. It is read when
+    the sampler compiles (after the run loads, before anything is traced) and applies to
+    the bfloat16 Pallas kernels only: without ``--pallas``, or for a run that samples in
+    float32, refuse rather than record a setting that did nothing."""
     if not fv.fp8:
         return
     from ddgjax.sampling import SamplingError
@@ -113,18 +115,11 @@ def use_fp8_product(fv) -> None:
     if not fv.pallas:
         raise SamplingError("--fp8 stores the outputs of the PPGN's Pallas pair-MLP kernel: it "
                             "needs --pallas (and bfloat16: --compute_dtype bfloat16)")
-    os.environ["DDGJAX_FP8_PRODUCT"] = "1"
-
-
-def check_fp8_run(fv, run) -> None:
-    """``--fp8`` applies to a bfloat16 model only (the Pallas path's dtype): refuse a run
-    that samples in float32 rather than record a setting that did nothing."""
-    from ddgjax.sampling import SamplingError
-
     dtype = str(run.config.model.get("compute_dtype", "float32"))
-    if fv.fp8 and dtype != "bfloat16":
+    if dtype != "bfloat16":
         raise SamplingError(f"--fp8: {fv.workdir} samples in {dtype}; the float8 path is part "
                             "of the bfloat16 Pallas kernels: add --compute_dtype bfloat16")
+    os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
 
 def sampler_options(fv) -> dict:
@@ -171,13 +166,12 @@ def run_sampling(fv) -> None:
     workdir = fv.workdir
     out_dir = fv.out or os.path.join(workdir, "samples")
     options = sampler_options(fv)
-    use_fp8_product(fv)
     if os.path.isdir(workdir):  # else load_run says the workdir is missing
         check_output_dir(out_dir)  # before the model loads
     guided = guidance_requested(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
-    check_fp8_run(fv, run)
+    use_fp8_product(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if guided:
         from ddgjax.guidance import guided_run, load_guide
@@ -271,7 +265,6 @@ def run_completion(fv) -> None:
     workdir = fv.workdir
     out_dir = fv.out or os.path.join(workdir, "samples")
     options = sampler_options(fv)
-    use_fp8_product(fv)
     if os.path.isdir(workdir):
         check_output_dir(out_dir)
     if fv.guide is not None or fv.guidance is not None or fv.guidance_above:
@@ -280,7 +273,7 @@ def run_completion(fv) -> None:
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
-    check_fp8_run(fv, run)
+    use_fp8_product(fv, run)
     cfg = run.config
     num = fv.num_samples or 16
     seed = cfg.sample.seed if fv.seed is None else fv.seed

@@ -90,19 +90,19 @@ def pair_warp_specialized() -> bool:
     return env_switch("DDGJAX_PAIR_WS", default=True)
 
 
+_TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
+                   ("fold_embed", fold_embed), ("fp8_product", fp8_product),
+                   ("pair_warp_specialized", pair_warp_specialized))
+
+
 def trace_settings() -> tuple:
     """The environment settings a traced PPGN program depends on (for cache keys)."""
-    return (kernel_backend(), mosaic_readout(), fold_embed(), fp8_product(),
-            pair_warp_specialized())
-
-
-TRACE_SETTING_NAMES = ("backend", "mgpu_readout", "fold_embed", "fp8_product",
-                       "pair_warp_specialized")
+    return tuple(read() for _, read in _TRACE_SETTINGS)
 
 
 def trace_settings_record() -> dict:
     """``trace_settings`` by name, for the records of samples and benchmarks."""
-    return dict(zip(TRACE_SETTING_NAMES, trace_settings()))
+    return {name: read() for name, read in _TRACE_SETTINGS}
 
 
 def backend_for_capability(capability: str) -> str:
