@@ -7,16 +7,26 @@
 #          SIGSEGV; the background compile thread is new since round 17's profile), then the
 #          same phases unprofiled with XLA's Triton GEMMs off (cuBLAS for every GEMM).
 #   bash benchmarks/calls/round39.sh OUT
+# ONE_GPU=1 (as it ran: only one H200 was lent): the same on one card, one after the
+# other, and the float8 bench row without the kernel tests (the kernels are unchanged
+# since round 37's GPU pytest).
 set -u
 OUT=${1:?OUT}
 mkdir -p "$OUT/bench" "$OUT/seeds"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
 T0=$(date +%s)
-( CUDA_VISIBLE_DEVICES=0 PART=fp8 bash "$(dirname "$0")/round37_bench.sh" "$OUT/bench" \
-    > "$OUT/bench/driver.log" 2>&1; echo "bench done $(( $(date +%s) - T0 )) s" >> "$OUT/times.txt" ) &
+B="--tf32 on --no_batched --repeat_sample 2 --repeat_train 3 --ddgjax_option model.ppgn.pallas=true"
+if [ "${ONE_GPU:-0}" = 1 ]; then
+  DDGJAX_FP8_PRODUCT=1 timeout 200 python3 benchmarks/bench_speed.py $B --rows sample \
+    --dtypes bfloat16 --out "$OUT/bench/bench_speed_fp8.json" > "$OUT/bench/bench_fp8.log" 2>&1
+  echo "bench fp8 rc=$? $(( $(date +%s) - T0 )) s" >> "$OUT/times.txt"
+else
+  ( CUDA_VISIBLE_DEVICES=0 PART=fp8 bash "$(dirname "$0")/round37_bench.sh" "$OUT/bench" \
+      > "$OUT/bench/driver.log" 2>&1; echo "bench done $(( $(date +%s) - T0 )) s" >> "$OUT/times.txt" ) &
+fi
 (
-  export CUDA_VISIBLE_DEVICES=1
+  [ "${ONE_GPU:-0}" = 1 ] || export CUDA_VISIBLE_DEVICES=1
   S=$OUT/seeds
   BF="--option=model.compute_dtype=bfloat16 --option=model.ppgn.fused=true"
   timeout 150 python3 benchmarks/seeds_speed.py --seeds 5 --epochs 300 --profile $BF \
@@ -52,4 +62,4 @@ if os.path.exists(p):
     for r in json.load(open(p))["rows"]:
         print({k: v for k, v in r.items() if k != "detail"})
 PY
-tail -3 "$OUT/bench/pytest.log"
+[ -f "$OUT/bench/pytest.log" ] && tail -3 "$OUT/bench/pytest.log"
