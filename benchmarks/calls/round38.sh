@@ -7,7 +7,8 @@
 #          1. benchmarks/channel_product.py (the product alone, fwd and fwd+bwd);
 #          2. seeds_speed.py --epochs 300 --profile, bf16 + fused, gemm then broadcast;
 #          3. seeds_speed.py (the paper's 5000 epochs), bf16 + fused, broadcast then gemm.
-# The two GPUs share the host's 32 cores.
+# The two GPUs share the host's 32 cores. The product option and channel_product.py were
+# removed after the call (slower; in git at commit 2568da7): run this at that commit.
 #   bash benchmarks/calls/round38.sh OUT
 set -u
 OUT=${1:?OUT}

@@ -147,35 +147,13 @@ class PairMLPParams(nn.Module):
                 DenseParams(self.features, name="dense_1")(self.features))
 
 
-PRODUCTS = ("gemm", "broadcast")
-
-
-def channel_matmul(a: jax.Array, b: jax.Array, product: str = "gemm") -> jax.Array:
+def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     """Per-channel matrix product over the node axis, channels first.
 
-    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``.
-    ``product="gemm"``: one ``dot_general`` with batch dimensions ``(c, b)`` (a batched
-    GEMM on GPU). ``"broadcast"``: ``channel_matmul_broadcast``.
+    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``;
+    one ``dot_general`` with batch dimensions ``(c, b)`` (a cuBLAS batched GEMM on GPU).
     """
-    if product == "broadcast":
-        return channel_matmul_broadcast(a, b)
-    if product != "gemm":
-        raise ValueError(f"config.model.ppgn.product: expected one of {PRODUCTS}, got "
-                         f"{product!r}")
     return jnp.einsum("cbik,cbkj->cbij", a, b)
-
-
-def channel_matmul_broadcast(a: jax.Array, b: jax.Array) -> jax.Array:
-    """``channel_matmul`` as a multiply and a sum over ``k`` instead of a GEMM:
-    ``out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]``, in float32, returned in the
-    operands' dtype. ``[C, B, N, N]`` x2 -> ``[C, B, N, N]``. XLA fuses the broadcasts,
-    the multiply and the sum into one reduction (the ``[..., N, N, N]`` products are never
-    stored), and its gradient into two more; meant for small ``N``, where a batched GEMM
-    of ``N x N`` matrices pads them to its tiles.
-    """
-    f32 = jnp.float32
-    out = jnp.sum(a.astype(f32)[..., :, :, None] * b.astype(f32)[..., None, :, :], axis=-2)
-    return out.astype(jnp.result_type(a, b))
 
 
 FP8_A_SCALE = pair_mlp_kernel.FP8_A_SCALE
@@ -199,7 +177,6 @@ class PPGNBlock(nn.Module):
     compute_dtype: Any = jnp.float32
     eps: float = 1e-5
     norm: str = "instance"
-    product: str = "gemm"
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
@@ -210,7 +187,7 @@ class PPGNBlock(nn.Module):
         # transposes; the mix layer reads prod in that layout directly.
         m1 = PairMLP(self.hidden, cdt, out="dbij", name="m1")(x) * mask_sq[None].astype(cdt)
         m2 = PairMLP(self.hidden, cdt, out="dbij", name="m2")(x)
-        prod = channel_matmul(m1, m2, self.product) * inv_sqrt_n.astype(cdt)[None, :, None, None]
+        prod = channel_matmul(m1, m2) * inv_sqrt_n.astype(cdt)[None, :, None, None]
         # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
         # entry (so the sum over k sees real k only) and the norm below masks the rest.
         y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
@@ -245,7 +222,6 @@ class PPGNBlockFused(nn.Module):
     eps: float = 1e-5
     pallas: bool = False
     norm: str = "instance"
-    product: str = "gemm"
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None, embed=None):
@@ -310,7 +286,7 @@ class PPGNBlockFused(nn.Module):
         b1 = jnp.concatenate([b11, b21]).astype(cdt)
         hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
-        prod = channel_matmul(m[:h] * scale[None], m[h:], self.product)
+        prod = channel_matmul(m[:h] * scale[None], m[h:])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
@@ -408,10 +384,6 @@ class PPGN(nn.Module):
         channel over the real entries, the paper's) or ``"layer"`` (per entry over the
         channels, which keeps each graph's channel means and scales, such as absolute
         counts; the Pallas kernels then leave the mixing layer and norm to XLA).
-      product: how each block's per-channel matrix product runs (``channel_matmul``):
-        ``"gemm"``, a batched GEMM (the default), or ``"broadcast"``, a multiply and a sum
-        that XLA fuses into one reduction, for small graphs; the same function up to the
-        order of the float32 sums. The Pallas path keeps its GEMM.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -446,7 +418,6 @@ class PPGN(nn.Module):
     fused: bool = False
     pallas: bool = False
     norm: str = "instance"
-    product: str = "gemm"
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None, *,
@@ -496,10 +467,6 @@ class PPGN(nn.Module):
         outs = [x0]
         extra = {"pallas": True} if use_kernels else {}
         extra["norm"] = self.norm
-        if self.product not in PRODUCTS:
-            raise ValueError(f"config.model.ppgn.product: expected one of {PRODUCTS}, got "
-                             f"{self.product!r}")
-        extra["product"] = self.product
         block = nn.remat(block_cls) if self.remat else block_cls
         films = self.film_vectors(noise_level, node_mask) if self.film else [None] * self.num_blocks
         for k in range(self.num_blocks):
