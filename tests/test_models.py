@@ -791,6 +791,29 @@ def test_ppgn_trains_with_the_pallas_kernels_like_the_xla_path(monkeypatch):
     assert _relative_error(flat, flat_ref) < 3e-2
 
 
+def test_without_pallas_triton_the_triton_kernels_run_their_references(monkeypatch):
+    """A JAX without Pallas' Triton backend (deprecated in JAX 0.11): pallas=True still
+    samples and trains, the Triton kernels' places taken by their XLA references (no
+    pallas_call under the Triton backend, the same outputs and gradients as with the
+    kernels up to bfloat16 rounding), and one RuntimeWarning says so."""
+    from ddgjax.models import pallas_launch
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "triton")
+    fast, xla, params, adj, nm, t, lv = _pallas_and_xla_models(12, [8, 6, 3, 8], 8)
+    w = jax.random.normal(jax.random.key(2), adj.shape)
+    loss = lambda p: jnp.sum(w * fast.apply(p, adj, nm, t, lv))
+    want, want_g = fast.apply(params, adj, nm, t, lv), jax.grad(loss)(params)
+    monkeypatch.setattr(pallas_launch, "_triton_importable", lambda: False)
+    monkeypatch.setattr(pallas_launch, "_TRITON_WARNED", [])
+    with pytest.warns(RuntimeWarning, match="no Pallas Triton backend"):
+        program = str(jax.make_jaxpr(lambda p: fast.apply(p, adj, nm, t, lv))(params))
+    assert "pallas_call" not in program
+    assert "pallas_call" not in str(jax.make_jaxpr(jax.grad(loss))(params))
+    assert _relative_error(fast.apply(params, adj, nm, t, lv), want) < 2e-2
+    flat = lambda tree: np.concatenate([np.ravel(np.asarray(x, np.float32))
+                                        for x in jax.tree_util.tree_leaves(tree)])
+    assert _relative_error(flat(jax.grad(loss)(params)), flat(want_g)) < 3e-2
+
+
 def test_pallas_kernels_stay_off_on_cpu_unless_asked(monkeypatch):
     """On a CPU the kernels would run interpreted (slow): only DDGJAX_PALLAS_INTERPRET=1
     (the tests) turns them on; without it pallas=True takes the XLA path."""

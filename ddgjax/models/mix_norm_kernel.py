@@ -100,6 +100,8 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "trit
             and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden)):
         return mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq,
                                             interpret=jax.default_backend() == "cpu")
+    if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
+        return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
     tm = tile_rows(m_rows, nodes_sq)
     tiles = m_rows // tm
     sub = pallas_launch.subtiles("DDGJAX_MIX", tiles)

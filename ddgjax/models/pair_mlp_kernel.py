@@ -105,6 +105,9 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
     if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
         return tuple(m.astype(out_dtype) for m in _pallas_forward(
             x, w0, b0, w1, b1, scale, with_hidden, backend))
+    if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
+        out = pair_mlps_reference(x, w0, b0, w1, b1, scale)
+        return out + (hidden_reference(x, w0, b0),) if with_hidden else out
     tm = tile_rows(m_rows)
     sub = pallas_launch.subtiles("DDGJAX_PAIR_MLP", m_rows // tm)
     rows = tm * sub                                                  # rows per program

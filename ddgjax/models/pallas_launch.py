@@ -9,7 +9,9 @@ any other backend (TPU), the kernels are not used and the models take their XLA 
 """
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 
 import jax
 
@@ -19,6 +21,36 @@ def available() -> bool:
     backend = jax.default_backend()
     return backend == "gpu" or (backend == "cpu"
                                 and os.environ.get("DDGJAX_PALLAS_INTERPRET", "") == "1")
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_importable() -> bool:
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+_TRITON_WARNED = []
+
+
+def triton_available() -> bool:
+    """Whether Pallas' Triton backend is importable. JAX 0.11 deprecates it and a later JAX
+    may drop it; then the kernels that need it (``pair_mlp_kernel``'s and
+    ``mix_norm_kernel``'s Triton kernels: the sampling forward off Hopper, and the
+    gradient's forward when training with ``pallas=true``) run their XLA references, the
+    same function, and the first such call warns once. The Mosaic GPU kernels (sampling on
+    Hopper) do not need it."""
+    if _triton_importable():
+        return True
+    if not _TRITON_WARNED:
+        _TRITON_WARNED.append(True)
+        warnings.warn(f"jax {jax.__version__} has no Pallas Triton backend "
+                      "(jax.experimental.pallas.triton): the PPGN's Triton kernels run their "
+                      "XLA references instead (same results; the Mosaic GPU kernels on "
+                      "Hopper are not affected)", RuntimeWarning, stacklevel=2)
+    return False
 
 
 def kernel_backend() -> str:
