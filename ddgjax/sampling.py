@@ -195,7 +195,10 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
     """``[(N, request indices, batch size)]``: one group at ``max_nodes`` without buckets,
     else one per bucket holding requested graphs, each with batch
     ``input_pipeline.bucket_batch_cap(batch_size, max_nodes, N)`` (as many padded pairs
-    as ``batch_size`` graphs at ``max_nodes``), at most the group (rounded to devices)."""
+    as ``batch_size`` graphs at ``max_nodes``), at most the group's size rounded up to a
+    power of two (rounded to devices). The power of two lets calls that draw other node
+    counts (another seed) reuse a bucket's compiled shapes: at most ``log2(cap) + 1`` per
+    bucket, instead of one per group size (the samples do not depend on the batch)."""
     fit = lambda b, m: max(n_dev, int(math.ceil(min(b, m) / n_dev) * n_dev))
     if not bounds:
         return [(max_nodes, np.arange(len(node_counts)), fit(batch_size, len(node_counts)))]
@@ -205,7 +208,7 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
         idx = np.flatnonzero(which == b)
         if idx.size:
             cap = input_pipeline.bucket_batch_cap(batch_size, max_nodes, size)
-            out.append((int(size), idx, fit(cap, idx.size)))
+            out.append((int(size), idx, fit(cap, 1 << int(idx.size - 1).bit_length())))
     return out
 
 

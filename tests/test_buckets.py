@@ -222,6 +222,15 @@ def _check_sampling_in_buckets(workdir):
         np.testing.assert_array_equal(np.asarray(out, np.uint8), a["adj"][picks, :size, :size])
     plain = sampling.generate(run, len(counts), batch_size=4, buckets=False, **kw)  # 4 x 20
     assert "buckets" not in plain and plain["adj"].shape == (9, 20, 20)
+    # another draw of node counts (another seed) reuses the shapes of the first: a bucket's
+    # batch is its group size rounded up to a power of two (9 and then 13 graphs of <= 15
+    # nodes: 16 both times, where rounding to the 4 test devices alone gives 12, then 16)
+    pool = list(range(11, 16)) * 3                     # node counts of the 15-node bucket
+    for k, compiled in ((9, True), (13, False)):
+        draw = np.array(pool[:k] + [20], np.int32)
+        out = sampling.generate(run, len(draw), batch_size=16, seed=k, num_steps=3,
+                                node_counts=draw)
+        assert (out["compile_seconds"] > 0) == compiled, (k, out["compile_seconds"])
 
 
 # ----------------------------------------------------------------------------
