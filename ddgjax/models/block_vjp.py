@@ -96,15 +96,17 @@ def _bwd(eps, cdt, res, g):
     dm1 = jnp.einsum("cbij,cbkj->cbik", dprod, m[h:]) * scale[None]
     dm2 = jnp.einsum("cbik,cbij->cbkj", m1s, dprod)
     dm = jnp.concatenate([dm1, dm2])                                  # [2h, B, N, N]
-    # second layers (block-diagonal) and first layers of the pair MLPs
+    # second layers (block-diagonal) and first layers of the pair MLPs. Tensor outputs and
+    # bias sums stay in the compute dtype, as autodiff's do: float32 ones cost XLA
+    # slower kernels and twice the bytes (round 42, docs/benchmarks.md)
     dk1 = jnp.einsum("bijc,dbij->cd", hid, dm, preferred_element_type=f32)  # [2h, 2h]
-    db1 = dm.astype(f32).sum((1, 2, 3))
+    db1 = dm.sum((1, 2, 3)).astype(f32)
     dhid = jnp.einsum("dbij,cd->bijc", dm, _block_diagonal(k11, k21).astype(cdt))
     dpre = jnp.where(hid >= 0, dhid, NEGATIVE_SLOPE * dhid)           # [B, N, N, 2h]
-    db0 = dpre.astype(f32).sum((0, 1, 2))
+    db0 = dpre.sum((0, 1, 2)).astype(f32)
     dk0 = jnp.einsum("bijc,bijd->cd", xc, dpre, preferred_element_type=f32)
-    dx = (jnp.einsum("bijd,cd->bijc", dy, kx.astype(cdt), preferred_element_type=f32)
-          + jnp.einsum("bijd,cd->bijc", dpre, k0.astype(cdt), preferred_element_type=f32))
+    dx = (jnp.einsum("bijd,cd->bijc", dy, kx.astype(cdt))
+          + jnp.einsum("bijd,cd->bijc", dpre, k0.astype(cdt)))
     return (dx.astype(cdt), dk0, db0, dk1[:h, :h], dk1[h:, h:], db1, dkx, dkp,
             jnp.zeros((h,), f32), jnp.zeros_like(scale), None)
 
