@@ -84,24 +84,6 @@ def block_norm(y: jax.Array, mask: jax.Array, norm: str, eps: float, out_dtype,
     return masked_instance_norm(y, mask, eps).astype(out_dtype)
 
 
-def one_pass_moments(x: jax.Array, mask: jax.Array, eps: float = 1e-5):
-    """The statistics of ``masked_instance_norm_one_pass`` from one pass over ``x``.
-
-    Args: ``x`` ``[B, N, N, C]``, ``mask`` ``bool[B, N, N]``.
-    Returns: ``(d, mean_d, rstd, count)``: float32 ``d = x - x[:, 0, 0]`` on the masked
-      entries (0 elsewhere) ``[B, N, N, C]``, its mean ``[B, 1, 1, C]``,
-      ``1 / sqrt(var + eps)`` ``[B, 1, 1, C]`` and the masked count ``[B, 1, 1, 1]``
-      (at least 1).
-    """
-    m = mask[..., None]
-    xf = x.astype(jnp.float32)
-    d = jnp.where(m, xf - xf[:, :1, :1, :], 0.0)
-    count = jnp.maximum(m.sum(axis=(1, 2), keepdims=True), 1).astype(jnp.float32)
-    mean_d = d.sum(axis=(1, 2), keepdims=True) / count
-    var = jnp.maximum((d * d).sum(axis=(1, 2), keepdims=True) / count - mean_d * mean_d, 0.0)
-    return d, mean_d, jax.lax.rsqrt(var + eps), count
-
-
 def masked_instance_norm_one_pass(x: jax.Array, mask: jax.Array, eps: float = 1e-5,
                                   out_dtype=jnp.float32) -> jax.Array:
     """``masked_instance_norm`` with both statistics from one pass over ``x``.
@@ -109,13 +91,18 @@ def masked_instance_norm_one_pass(x: jax.Array, mask: jax.Array, eps: float = 1e
     Sums of ``d`` and ``d * d`` over the masked entries give mean and variance, where
     ``d = x - x[:, 0, 0]`` (shifted by each graph's first entry, a real one whenever the
     graph has a node, which keeps ``E[d^2] - E[d]^2`` free of cancellation when the mean
-    is large against the spread; ``one_pass_moments``). Statistics in float32; the output,
-    in ``out_dtype``, is ``(x - mean) / sqrt(var + eps)`` on masked entries and 0 elsewhere.
+    is large against the spread). Statistics in float32; the output, in ``out_dtype``,
+    is ``(x - mean) / sqrt(var + eps)`` on masked entries and 0 elsewhere.
 
     Args: ``x`` ``[B, N, N, C]``, ``mask`` ``bool[B, N, N]``. Returns ``[B, N, N, C]``.
     """
-    d, mean_d, rstd, _ = one_pass_moments(x, mask, eps)
-    return jnp.where(mask[..., None], (d - mean_d) * rstd, 0.0).astype(out_dtype)
+    m = mask[..., None]
+    xf = x.astype(jnp.float32)
+    d = jnp.where(m, xf - xf[:, :1, :1, :], 0.0)
+    count = jnp.maximum(m.sum(axis=(1, 2), keepdims=True), 1).astype(jnp.float32)
+    mean_d = d.sum(axis=(1, 2), keepdims=True) / count
+    var = jnp.maximum((d * d).sum(axis=(1, 2), keepdims=True) / count - mean_d * mean_d, 0.0)
+    return jnp.where(m, (d - mean_d) * jax.lax.rsqrt(var + eps), 0.0).astype(out_dtype)
 
 
 def instance_norm_from_sums(y: jax.Array, sums: jax.Array, shift: jax.Array, mask: jax.Array,

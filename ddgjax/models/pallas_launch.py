@@ -122,17 +122,9 @@ def pair_warp_specialized() -> bool:
     return env_switch("DDGJAX_PAIR_WS", default=True)
 
 
-def block_vjp() -> bool:
-    """Whether ``PPGNBlockFused``'s XLA path (no FiLM, the instance norm) runs with its
-    hand-written gradient (``block_vjp.fused_block``: the same forward bit for bit, a
-    backward with fewer passes). ``DDGJAX_BLOCK_VJP=1`` turns it on, ``0`` off (the
-    default: autodiff). Read when a program is traced."""
-    return env_switch("DDGJAX_BLOCK_VJP", default=False)
-
-
 _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
-                   ("pair_warp_specialized", pair_warp_specialized), ("block_vjp", block_vjp))
+                   ("pair_warp_specialized", pair_warp_specialized))
 
 
 def trace_settings() -> tuple:

@@ -50,8 +50,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import (block_vjp, mix_norm_kernel, pair_mlp_kernel, pallas_launch,
-                           readout_mgpu)
+from ddgjax.models import mix_norm_kernel, pair_mlp_kernel, pallas_launch, readout_mgpu
 from ddgjax.models.common import (NORMS, block_norm, check_inputs, instance_norm_from_sums,
                                   masked_instance_norm_one_pass, node_counts, square_mask,
                                   symmetrize_and_mask)
@@ -86,6 +85,7 @@ class Linear(nn.Module):
     compute_dtype: Any = jnp.float32
     specs: tuple = ("bijc",)
     out: str = "bijd"
+    bias_gradient: bool = True     # False: the bias gets an exact zero gradient
 
     @nn.compact
     def __call__(self, *xs):
@@ -105,6 +105,8 @@ class Linear(nn.Module):
             row += w
         shape = [1] * y.ndim
         shape[self.out.index("d")] = self.features
+        if not self.bias_gradient:
+            bias = jax.lax.stop_gradient(bias)
         return y + bias.astype(self.compute_dtype).reshape(shape)
 
 
@@ -280,13 +282,6 @@ class PPGNBlockFused(nn.Module):
             return film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
                                                          bmix, mask_sq, self.eps, ndt),
                                  film, mask_sq, cdt)
-        if film is None and self.norm == "instance" and pallas_launch.block_vjp():
-            # the same function with a hand-written gradient (block_vjp's docstring)
-            kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
-            return block_vjp.fused_block(
-                x.astype(cdt), jnp.concatenate([k10, k20], axis=1), jnp.concatenate([b10, b20]),
-                k11, k21, jnp.concatenate([b11, b21]), kmix[:c_in], kmix[c_in:], bmix, scale,
-                mask_sq, self.eps, cdt)
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
@@ -295,7 +290,11 @@ class PPGNBlockFused(nn.Module):
         hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
-        y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+        # the instance norm subtracts each graph's mean, so the mixing bias does not change
+        # the block's output; its autodiff gradient is rounding noise (experiment switch)
+        bias_grad = self.norm != "instance" or pallas_launch.env_switch("DDGJAX_MIX_BIAS_GRAD",
+                                                                        default=True)
+        y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=bias_grad)(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
 
