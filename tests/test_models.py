@@ -474,6 +474,35 @@ def test_ppgn_fused_block_equals_the_reference_block(remat):
         lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
 
 
+@pytest.mark.parametrize("fused", [False, True])
+def test_ppgn_mixing_bias_cannot_change_the_output_and_gets_a_zero_gradient(fused):
+    """With the instance norm the mixing layer's bias is cancelled by the norm's mean: moving
+    it leaves the logits unchanged (float32 rounding), so its gradient is an exact zero
+    (autodiff's would be rounding noise); every other gradient is autodiff's. With the
+    layer norm the bias matters and keeps its gradient."""
+    adj, nm = random_batch(7, [N, N - 3, 4], N)
+    t, lv = noise_inputs(B, seed=3)
+    for norm in ("instance", "layer"):
+        model = build_model("ppgn", T, hidden=8, num_blocks=2, fused=fused, norm=norm)
+        params = random_params(model)
+        moved = jax.tree_util.tree_map(lambda x: x, params)
+        for k in range(2):
+            bias = moved["params"][f"block_{k}"]["mix"]["bias"]
+            moved["params"][f"block_{k}"]["mix"]["bias"] = bias + 3.0 + jnp.arange(8.0)
+        out, out_moved = model.apply(params, adj, nm, t, lv), model.apply(moved, adj, nm, t, lv)
+        loss = lambda p: jnp.sum(jnp.tanh(model.apply(p, adj, nm, t, lv)))
+        grads = jax.grad(loss)(params)["params"]
+        bias_grads = [grads[f"block_{k}"]["mix"]["bias"] for k in range(2)]
+        if norm == "instance":
+            np.testing.assert_allclose(out_moved, out, rtol=1e-4, atol=1e-4)
+            for g in bias_grads:
+                np.testing.assert_array_equal(g, 0.0)
+            assert float(jnp.max(jnp.abs(grads["block_0"]["mix"]["kernel"]))) > 1e-2
+        else:
+            assert float(jnp.max(jnp.abs(out_moved - out))) > 1e-2
+            assert min(float(jnp.max(jnp.abs(g))) for g in bias_grads) > 1e-4
+
+
 def test_ppgn_fused_block_in_bfloat16_stays_close_to_float32():
     """In bfloat16 the fused path is as close to the float32 reference as the plain
     bfloat16 path is (bf16 operands: relative errors of 1e-3 to 1e-2)."""

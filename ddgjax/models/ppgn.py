@@ -85,7 +85,9 @@ class Linear(nn.Module):
     compute_dtype: Any = jnp.float32
     specs: tuple = ("bijc",)
     out: str = "bijd"
-    bias_gradient: bool = True     # False: the bias gets an exact zero gradient
+    # False: the bias gets an exact zero gradient (for a layer whose output an instance
+    # norm centres, where the bias cannot change anything downstream)
+    bias_gradient: bool = True
 
     @nn.compact
     def __call__(self, *xs):
@@ -193,7 +195,11 @@ class PPGNBlock(nn.Module):
         prod = channel_matmul(m1, m2) * inv_sqrt_n.astype(cdt)[None, :, None, None]
         # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
         # entry (so the sum over k sees real k only) and the norm below masks the rest.
-        y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+        # The instance norm subtracts each graph's mean, so the mixing bias does not change
+        # the block's output: its gradient is exactly zero, and autodiff's sum of dy over
+        # every entry would be rounding noise that Adam scales up to full-size steps.
+        y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix",
+                   bias_gradient=self.norm != "instance")(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, jnp.float32), film,
                              mask_sq, cdt)
 
@@ -268,13 +274,16 @@ class PPGNBlockFused(nn.Module):
                 prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
                         else channel_matmul(m1, m2)).astype(cdt)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
-                y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix")(x, prod)
+                y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False)(
+                    x, prod)
                 return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
                                      film, mask_sq, cdt)
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
             kx, kp = kmix[:c_in], kmix[c_in:]
             if embed is not None:
                 kx, bmix = fold_linear(embed, kx, bmix)
+            # the norm cancels the (folded) bias: an exact zero gradient, as in PPGNBlock
+            bmix = jax.lax.stop_gradient(bmix)
             kx, kp, bmix = kx.astype(cdt), kp.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
                 x.astype(cdt).reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
@@ -290,11 +299,8 @@ class PPGNBlockFused(nn.Module):
         hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
-        # the instance norm subtracts each graph's mean, so the mixing bias does not change
-        # the block's output; its autodiff gradient is rounding noise (experiment switch)
-        bias_grad = self.norm != "instance" or pallas_launch.env_switch("DDGJAX_MIX_BIAS_GRAD",
-                                                                        default=True)
-        y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=bias_grad)(x, prod)
+        y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix",
+                   bias_gradient=self.norm != "instance")(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
 
