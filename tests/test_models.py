@@ -218,7 +218,11 @@ def test_gradients_finite_and_reach_all_params(setup, name):
     chex.assert_tree_all_finite(grads)
     dead = [jax.tree_util.keystr(path) for path, g in jax.tree_util.tree_leaves_with_path(grads)
             if not np.any(np.asarray(g) != 0)]
-    assert not dead, f"parameters without gradient: {dead}"
+    # the PPGN's mixing biases are cancelled by the instance norm that follows them: their
+    # gradient is an exact zero by design (test_ppgn_mixing_bias_cannot_change_the_output...)
+    by_design = ([f"['params']['block_{k}']['mix']['bias']"
+                  for k in range(CONFIGS["ppgn"]["num_blocks"])] if name == "ppgn" else [])
+    assert sorted(dead) == sorted(by_design), f"parameters without gradient: {dead}"
 
 
 def test_build_model():
