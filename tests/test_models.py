@@ -482,8 +482,8 @@ def test_ppgn_fused_block_equals_the_reference_block(remat):
 def test_ppgn_mixing_bias_cannot_change_the_output_and_gets_a_zero_gradient(fused):
     """With the instance norm the mixing layer's bias is cancelled by the norm's mean: moving
     it leaves the logits unchanged (float32 rounding), so its gradient is an exact zero
-    (autodiff's would be rounding noise); every other gradient is autodiff's. With the
-    layer norm the bias matters and keeps its gradient."""
+    (autodiff's would be rounding noise), while the mixing kernel's is not. With the layer
+    norm the bias matters and keeps its gradient."""
     adj, nm = random_batch(7, [N, N - 3, 4], N)
     t, lv = noise_inputs(B, seed=3)
     for norm in ("instance", "layer"):
