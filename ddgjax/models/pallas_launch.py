@@ -122,13 +122,6 @@ def pair_warp_specialized() -> bool:
     return env_switch("DDGJAX_PAIR_WS", default=True)
 
 
-def graph_weight_gradients() -> bool:
-    """Whether the PPGN's pair-feature Dense layers compute their weight gradients as one
-    GEMM per graph and a sum (``ppgn.graph_einsum``) instead of one GEMM over every row.
-    ``DDGJAX_GRAPH_WGRAD=1`` on, ``0`` off (the default). Read when a program is traced."""
-    return env_switch("DDGJAX_GRAPH_WGRAD", default=False)
-
-
 _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized))

@@ -44,7 +44,6 @@ instance-norm statistics, the last Dense(h -> 1) and the logits are float32.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import flax.linen as nn
@@ -71,46 +70,6 @@ def both_kernels_take(rows: int, nodes_sq: int, c_in: int, hidden: int) -> bool:
 
 def leaky_relu(x):
     return nn.leaky_relu(x, negative_slope=0.01)
-
-
-def _graph_weight_gradient(spec: str, x: jax.Array, g: jax.Array, w_dtype) -> jax.Array:
-    """The weight's cotangent of ``einsum(spec, x, w)`` as one GEMM per graph (batched over
-    the graph axis ``b``, contracting that graph's entries) and a sum over the graphs,
-    instead of one GEMM contracting all ``B * N * N`` rows (which XLA pads to its split-K
-    tiles when the row count is not a multiple of them). Float32 accumulation."""
-    lhs, rest = spec.split(",")
-    w_spec, out = rest.split("->")
-    per_graph = jnp.einsum(f"{lhs},{out}->b{w_spec}", x, g, preferred_element_type=jnp.float32)
-    return per_graph.sum(0).astype(w_dtype)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def graph_einsum(spec: str, x: jax.Array, w: jax.Array) -> jax.Array:
-    """``jnp.einsum(spec, x, w)`` for a Dense layer over pair features (``x`` has the graph
-    axis ``b``; ``w`` is ``[c, d]``), whose weight gradient is summed per graph
-    (``_graph_weight_gradient``); the input's gradient is autodiff's."""
-    return jnp.einsum(spec, x, w)
-
-
-def _graph_einsum_fwd(spec, x, w):
-    return jnp.einsum(spec, x, w), (x, w)
-
-
-def _graph_einsum_bwd(spec, res, g):
-    x, w = res
-    dx = jax.vjp(lambda x_: jnp.einsum(spec, x_, w), x)[1](g)[0]
-    return dx, _graph_weight_gradient(spec, x, g, w.dtype)
-
-
-graph_einsum.defvjp(_graph_einsum_fwd, _graph_einsum_bwd)
-
-
-def dense_einsum(spec: str, x: jax.Array, w: jax.Array) -> jax.Array:
-    """A pair-feature Dense layer's einsum: ``graph_einsum`` when
-    ``pallas_launch.graph_weight_gradients()`` (read when traced), else ``jnp.einsum``."""
-    if pallas_launch.graph_weight_gradients():
-        return graph_einsum(spec, x, w)
-    return jnp.einsum(spec, x, w)
 
 
 class Linear(nn.Module):
@@ -142,7 +101,7 @@ class Linear(nn.Module):
         kernel = kernel.astype(self.compute_dtype)
         y, row = None, 0
         for x, s, w in zip(xs, specs, widths):
-            part = dense_einsum(f"{s},cd->{self.out}", x.astype(self.compute_dtype),
+            part = jnp.einsum(f"{s},cd->{self.out}", x.astype(self.compute_dtype),
                               kernel[row:row + w])
             y = part if y is None else y + part
             row += w
@@ -337,8 +296,8 @@ class PPGNBlockFused(nn.Module):
         zeros = jnp.zeros((h, h), jnp.float32)
         k1 = jnp.block([[k11, zeros], [zeros, k21]]).astype(cdt)        # [2h, 2h]
         b1 = jnp.concatenate([b11, b21]).astype(cdt)
-        hid = leaky_relu(dense_einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
-        m = dense_einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
+        hid = leaky_relu(jnp.einsum("bijc,cd->bijd", x.astype(cdt), k0) + b0)
+        m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix",
                    bias_gradient=self.norm != "instance")(x, prod)
