@@ -63,14 +63,24 @@ def graphs_digest(graphs) -> str:
     return h.hexdigest()[:16]
 
 
+def device_copy_shapes(batch: GraphBatch) -> tuple[tuple, tuple]:
+    """``((shape, dtype) of adj, (shape, dtype) of node_mask)`` of ``device_copy(batch)``,
+    without making the copy: ``[G+1, N, N]``, ``[G+1, N]``."""
+    return tuple(((a.shape[0] + 1,) + a.shape[1:], a.dtype)
+                 for a in (batch.adj, batch.node_mask))
+
+
 def device_copy(batch: GraphBatch) -> GraphBatch:
     """The training split with one empty graph appended (index ``G``), used as batch padding.
 
-    ``[G, N, N]``, ``[G, N]`` -> ``[G+1, N, N]``, ``[G+1, N]`` (numpy).
+    ``[G, N, N]``, ``[G, N]`` -> ``[G+1, N, N]``, ``[G+1, N]`` (numpy; ``device_copy_shapes``).
     """
-    adj = np.concatenate([batch.adj, np.zeros_like(batch.adj[:1])])
-    mask = np.concatenate([batch.node_mask, np.zeros_like(batch.node_mask[:1])])
-    return GraphBatch(adj, mask)
+    out = []
+    for a, (shape, dtype) in zip((batch.adj, batch.node_mask), device_copy_shapes(batch)):
+        padded = np.zeros(shape, dtype)
+        padded[:-1] = a
+        out.append(padded)
+    return GraphBatch(*out)
 
 
 def steps_per_epoch(num_graphs: int, batch_size: int) -> int:

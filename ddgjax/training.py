@@ -496,14 +496,15 @@ def first_chunk_specs(setup: "_Setup", state_spec, seeds: list[int], stacked: bo
     rep = replicated(mesh)
     state = jax.tree_util.tree_map(lambda x: _spec(x.shape, x.dtype, rep), state_spec)
     if setup.buckets is None:
-        adj, mask = setup.data.adj, setup.data.node_mask     # + the padding graph (device_copy)
+        (adj_shape, adj_dtype), (mask_shape, mask_dtype) = input_pipeline.device_copy_shapes(
+            setup.data)
         steps = end_epoch * spe
         size = progress_piece_steps(steps) if pieces else steps
         idx_shape = (size, len(seeds), setup.batch_size) if stacked else (size,
                                                                            setup.batch_size)
         idx = _spec(idx_shape, np.int32, batch_sharded(mesh, len(idx_shape) - 1))
-        return [(state, _spec((adj.shape[0] + 1,) + adj.shape[1:], adj.dtype, rep),
-                 _spec((mask.shape[0] + 1,) + mask.shape[1:], mask.dtype, rep), idx)]
+        return [(state, _spec(adj_shape, adj_dtype, rep), _spec(mask_shape, mask_dtype, rep),
+                 idx)]
     specs = []
     for data, bsz in zip(input_pipeline.bucket_data(setup.data, setup.buckets),
                          setup.buckets.batch_sizes):

@@ -836,7 +836,7 @@ def test_without_pallas_triton_the_triton_kernels_run_their_references(monkeypat
     loss = lambda p: jnp.sum(w * fast.apply(p, adj, nm, t, lv))
     want, want_g = fast.apply(params, adj, nm, t, lv), jax.grad(loss)(params)
     monkeypatch.setattr(pallas_launch, "_triton_importable", lambda: False)
-    monkeypatch.setattr(pallas_launch, "_TRITON_WARNED", [])
+    pallas_launch._warn_no_triton.cache_clear()                     # warn in this test
     with pytest.warns(RuntimeWarning, match="no Pallas Triton backend"):
         program = str(jax.make_jaxpr(lambda p: fast.apply(p, adj, nm, t, lv))(params))
     assert "pallas_call" not in program

@@ -32,7 +32,13 @@ def _triton_importable() -> bool:
     return True
 
 
-_TRITON_WARNED = []
+@functools.lru_cache(maxsize=None)
+def _warn_no_triton() -> None:
+    """Warns once per process (the cache) that the Triton kernels run their references."""
+    warnings.warn(f"jax {jax.__version__} has no Pallas Triton backend "
+                  "(jax.experimental.pallas.triton): the PPGN's Triton kernels run their "
+                  "XLA references instead (same results; the Mosaic GPU kernels on "
+                  "Hopper are not affected)", RuntimeWarning, stacklevel=3)
 
 
 def triton_available() -> bool:
@@ -44,12 +50,7 @@ def triton_available() -> bool:
     Hopper) do not need it."""
     if _triton_importable():
         return True
-    if not _TRITON_WARNED:
-        _TRITON_WARNED.append(True)
-        warnings.warn(f"jax {jax.__version__} has no Pallas Triton backend "
-                      "(jax.experimental.pallas.triton): the PPGN's Triton kernels run their "
-                      "XLA references instead (same results; the Mosaic GPU kernels on "
-                      "Hopper are not affected)", RuntimeWarning, stacklevel=2)
+    _warn_no_triton()
     return False
 
 
