@@ -10,7 +10,8 @@ is), for switches read when a program is traced (``DDGJAX_*``) or when JAX start
 own Python process, so that no compiled program or cache is shared between rows.
 Each row times ``bench_core.bench_train_step`` (PPGN 8 x 128, N = 60, batch 64 unless the
 options say otherwise: median and minimum milliseconds per step over ``--repeat`` calls of
-``--steps`` steps) and is printed and appended to ``--out`` as one JSON line.
+``--steps`` steps; and the device's peak memory in GiB, 0 where the device does not say)
+and is printed and appended to ``--out`` as one JSON line.
 """
 from __future__ import annotations
 
@@ -27,8 +28,11 @@ import json, sys
 sys.path.insert(0, {here!r})
 import bench_core
 r = bench_core.bench_train_step({dtype!r}, options={options!r}, steps={steps}, repeat={repeat})
+import jax
+stats = jax.devices()[0].memory_stats() or {{}}
 print("ROW " + json.dumps({{"ms_per_step": r["ms_per_step"],
-                            "ms_per_step_min": r["ms_per_step_min"]}}))
+                            "ms_per_step_min": r["ms_per_step_min"],
+                            "peak_gib": stats.get("peak_bytes_in_use", 0) / 2**30}}))
 """
 
 

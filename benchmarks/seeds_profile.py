@@ -70,7 +70,7 @@ def main():
     ap.add_argument("--wall", action="store_true", help="time wall clock only, no profiler")
     args = ap.parse_args()
     wanted = [w for w in args.rows.split(",") if w]
-    unknown = set(wanted) - {"one", "seeds", "unrolled", "wide"}
+    unknown = set(wanted) - {"one", "seeds", "wide"}
     if unknown:
         ap.error(f"--rows: unknown {sorted(unknown)}; expected one, seeds, wide")
     os.makedirs(args.out, exist_ok=True)
@@ -88,10 +88,10 @@ def main():
     states = [training.init_state(model, tx, jax.random.key(i), n) for i in range(r)]
     rows = []
     for what in wanted:
-        if what in ("seeds", "unrolled"):
+        if what == "seeds":
             chunk = training.make_train_chunk_seeds(
                 model, tx, process, mesh, jax.random.split(jax.random.key(1), r),
-                ema_decay=ema, flat=flat, unrolled=what == "unrolled")
+                ema_decay=ema, flat=flat)
             state = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                            *states)
             idx = np.tile(np.arange(bsz * r, dtype=np.int32).reshape(1, r, bsz), (s, 1, 1))

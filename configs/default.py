@@ -108,7 +108,6 @@ def get_config():
     # initialises its parameters (the same program, found in JAX's compilation cache by
     # the first call); False: the first call compiles it. Results are the same either way.
     config.train.precompile = True
-    config.train.seeds_unrolled = False   # round 47's experiment: each seed's step on its own
     config.train.checkpoint_every_epochs = 50
     config.train.log_every_epochs = 10
 

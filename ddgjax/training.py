@@ -252,8 +252,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
-                           ema_decay: float = 0.0, flat: bool = False,
-                           unrolled: bool = False) -> Callable:
+                           ema_decay: float = 0.0, flat: bool = False) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -267,21 +266,11 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
     ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``flat`` as for
     ``make_train_chunk`` (flat vectors ``[R, P]``).
-
-    ``unrolled``: instead of ``vmap``, the step traces each run's step on its own (R
-    independent copies in one program, joined at the end of each step).
     """
-    runs = base_keys.shape[0]
 
     def per_device(states, data_adj, data_mask, batch_idx):
         def make_step(layout):
             one_step = _train_step(model, tx, process, ema_decay, layout=layout)
-            if unrolled:
-                def step_each(st, idx):
-                    outs = [one_step(jax.tree_util.tree_map(lambda a: a[r], st), idx[r],
-                                     data_adj, data_mask, base_keys[r]) for r in range(runs)]
-                    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *outs)
-                return step_each
             step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
             return lambda st, idx: step_all(st, idx, base_keys)
 
@@ -781,9 +770,7 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
                                       jnp.stack([run_base_key(s) for s in seeds]),
                                       setup.config.train.ema_decay,
-                                      flat=setup.flat_update,
-                                      unrolled=bool(setup.config.train.get("seeds_unrolled",
-                                                                           False)))
+                                      flat=setup.flat_update)
     bar_enabled = verbose and jax.process_index() == 0
     workdirs = [seed_workdir(workdir, s) for s in seeds]
     precompile = _start_precompile(setup, chunk_fn, list(seeds), True, workdirs, restart,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Round 47 (issue 12), one H200: XLA's concurrent command buffers for latency-bound steps.
-#   bash benchmarks/calls/round47_concurrent.sh OUT
+#   bash benchmarks/calls/round47_concurrent.sh OUT   (at commit 0fc77d5: the "unrolled" row
+#   and make_train_chunk_seeds(unrolled=True) were removed after it)
 # 1. Ego-small (PPGN 6x32, bf16 + fused blocks) jitted chunks of 50 steps, wall clock
 #    (seeds_profile.py --wall): one seed, five seeds vmapped, five seeds unrolled (each
 #    seed's step traced on its own), one seed at five times the batch; under the default
