@@ -127,8 +127,10 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
     adj = np.concatenate([adj, adj[:1] * 0])
     mask = np.concatenate([mask, mask[:1] & False])
     mesh = make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
-                                      flat=bool(cfg.train.flat_update))
+    chunk = training.make_train_chunk(
+        model, tx, process, mesh, jax.random.key(1), flat=bool(cfg.train.flat_update),
+        compiler_options=training.chunk_compiler_options(
+            bool(cfg.train.get("concurrent_kernels", False))))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
     return {"what": f"PPGN {blocks}x{hidden} train step, N={N}, B={B}, {dtype}",

@@ -81,6 +81,7 @@ def main():
     mesh = make_mesh(jax.devices()[:1])
     flat = bool(cfg.train.get("flat_update", False))
     ema = float(cfg.train.get("ema_decay", 0.0))
+    copts = training.chunk_compiler_options(bool(cfg.train.get("concurrent_kernels", False)))
     n, bsz, r, s = args.nodes, int(cfg.train.batch_size), args.seeds, args.steps
     adj, mask = random_graphs(bsz * r, n, p=0.3)
     adj = np.concatenate([adj, adj[:1] * 0])                 # the empty padding graph
@@ -91,13 +92,13 @@ def main():
         if what == "seeds":
             chunk = training.make_train_chunk_seeds(
                 model, tx, process, mesh, jax.random.split(jax.random.key(1), r),
-                ema_decay=ema, flat=flat)
+                ema_decay=ema, flat=flat, compiler_options=copts)
             state = jax.tree_util.tree_map(lambda *x: np.stack([np.asarray(a) for a in x]),
                                            *states)
             idx = np.tile(np.arange(bsz * r, dtype=np.int32).reshape(1, r, bsz), (s, 1, 1))
         else:
             chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
-                                              ema_decay=ema, flat=flat)
+                                              ema_decay=ema, flat=flat, compiler_options=copts)
             state = states[0]
             b = bsz * (r if what == "wide" else 1)
             idx = np.tile(np.arange(b, dtype=np.int32)[None], (s, 1))

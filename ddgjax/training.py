@@ -180,14 +180,31 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
     return one_step
 
 
-def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
+# XLA's schedule for the kernels of a recorded CUDA graph (command buffer) in which any two
+# kernels whose inputs are ready may run side by side (its default, "LHS", overlaps only what
+# its latency-hiding scheduler chose). On one H200 it took the Ego-small paper models' step
+# from 0.78 to 0.62 ms (PPGN 6 x 32) and 1.39 to 1.11 ms (EDP-GNN), and made the Planar-60
+# PPGN 8 x 128 step 2-5 % slower with 19 % more memory (docs/benchmarks.md, "Rounds 47-49").
+CONCURRENT_KERNELS = {"xla_gpu_command_buffer_scheduling_mode": "CONCURRENT"}
+
+
+def chunk_compiler_options(concurrent_kernels: bool) -> dict | None:
+    """The XLA options the training chunks compile with (``jax.jit``'s
+    ``compiler_options``): ``CONCURRENT_KERNELS`` where ``config.train.concurrent_kernels``
+    asks for it, else None (XLA's defaults). Read by GPU backends only."""
+    return dict(CONCURRENT_KERNELS) if concurrent_kernels else None
+
+
+def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=(),
+             compiler_options: dict | None = None) -> Callable:
     # check_vma=False gives the classic pmap semantics: the gradient of the
     # replicated parameters is each device's local gradient, and we sum it over
     # the axis ourselves. (With check_vma=True, JAX would already insert that
     # psum in the transpose, and ours would count it n_dev times.)
     return jax.jit(jax.shard_map(per_device, mesh=mesh,
                                  in_specs=(P(), P(), P(), batch_spec, *extra_specs),
-                                 out_specs=(P(), P()), check_vma=False))
+                                 out_specs=(P(), P()), check_vma=False),
+                   compiler_options=compiler_options)
 
 
 def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = False):
@@ -207,7 +224,7 @@ def _scan_steps(make_step: Callable, state, xs, flat: bool, stacked: bool = Fals
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
                      ema_decay: float = 0.0, weighted: bool = False,
-                     flat: bool = False) -> Callable:
+                     flat: bool = False, compiler_options: dict | None = None) -> Callable:
     """Build ``chunk(state, data_adj, data_mask, batch_idx) -> (state, losses)``, jitted.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. The compiled
@@ -217,6 +234,8 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
     EMA and Adam's moments; the same formulas in a few kernels, equal up to float
     rounding). Only for an optimizer of ``make_optimizer`` (the training loop passes
     ``config.train.flat_update``); False (the default): leaf by leaf, for any ``tx``.
+    ``compiler_options``: XLA options of the jitted chunk (``chunk_compiler_options``;
+    None: XLA's defaults).
 
     Args of the returned function:
       state: replicated TrainState.
@@ -240,7 +259,7 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
                 return lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1])
             return _scan_steps(make_step, state, (batch_idx, step_weight), flat)
 
-        return _sharded(per_device, mesh, P(None, AXIS), (P(),))
+        return _sharded(per_device, mesh, P(None, AXIS), (P(),), compiler_options)
 
     def per_device(state, data_adj, data_mask, batch_idx):
         def make_step(layout):
@@ -248,11 +267,12 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
             return lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key)
         return _scan_steps(make_step, state, batch_idx, flat)
 
-    return _sharded(per_device, mesh, P(None, AXIS))
+    return _sharded(per_device, mesh, P(None, AXIS), compiler_options=compiler_options)
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
-                           ema_decay: float = 0.0, flat: bool = False) -> Callable:
+                           ema_decay: float = 0.0, flat: bool = False,
+                           compiler_options: dict | None = None) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -265,7 +285,7 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     ``int32[S, R, B]`` (sharded over B). Returns the states after S steps and
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
     ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``. ``flat`` as for
-    ``make_train_chunk`` (flat vectors ``[R, P]``).
+    ``make_train_chunk`` (flat vectors ``[R, P]``); ``compiler_options`` too.
     """
 
     def per_device(states, data_adj, data_mask, batch_idx):
@@ -276,7 +296,7 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
 
         return _scan_steps(make_step, states, batch_idx, flat, stacked=True)
 
-    return _sharded(per_device, mesh, P(None, None, AXIS))
+    return _sharded(per_device, mesh, P(None, None, AXIS), compiler_options=compiler_options)
 
 
 # ----------------------------------------------------------------------------
@@ -572,6 +592,8 @@ class _Setup:
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
         # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
         self.flat_update = bool(config.train.get("flat_update", True))
+        self.compiler_options = chunk_compiler_options(
+            bool(config.train.get("concurrent_kernels", False)))
 
     def device_data(self):
         """The training split on the devices (replicated): one ``GraphBatch`` with the
@@ -741,7 +763,8 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
     chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh,
                                 run_base_key(seed), setup.config.train.ema_decay,
                                 weighted=setup.buckets is not None,
-                                flat=setup.flat_update)
+                                flat=setup.flat_update,
+                                compiler_options=setup.compiler_options)
     bar_enabled = verbose and jax.process_index() == 0
     precompile = _start_precompile(setup, chunk_fn, [seed], False, [workdir], restart,
                                    bar_enabled, stop_after_epochs)
@@ -770,7 +793,8 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
     chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
                                       jnp.stack([run_base_key(s) for s in seeds]),
                                       setup.config.train.ema_decay,
-                                      flat=setup.flat_update)
+                                      flat=setup.flat_update,
+                                      compiler_options=setup.compiler_options)
     bar_enabled = verbose and jax.process_index() == 0
     workdirs = [seed_workdir(workdir, s) for s in seeds]
     precompile = _start_precompile(setup, chunk_fn, list(seeds), True, workdirs, restart,

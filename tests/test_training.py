@@ -203,6 +203,30 @@ def test_marginal_prior_density_is_fitted_and_recorded(tmp_path):
     assert load_run(str(tmp_path / "m")).process.prior_density == saved["prior_density"]
 
 
+def test_concurrent_kernels_reach_xla_and_change_no_number(tmp_path):
+    """config.train.concurrent_kernels: the chunks compile with XLA's concurrent kernel
+    schedule (a GPU option; a bad value of it fails at compile, so the options do reach
+    XLA), and the steps compute what they compute without it."""
+    assert training.chunk_compiler_options(False) is None
+    assert training.chunk_compiler_options(True) == {
+        "xla_gpu_command_buffer_scheduling_mode": "CONCURRENT"}
+    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
+    mesh = make_mesh(jax.devices()[:1])
+    idx = np.stack([np.random.default_rng(0).permutation(8)] * 3).astype(np.int32)
+    runs = [run_chunk(training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
+                                                compiler_options=opts), state, data, idx, mesh)
+            for opts in (None, training.chunk_compiler_options(True))]
+    np.testing.assert_array_equal(np.asarray(runs[0][1]), np.asarray(runs[1][1]))
+    bad = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
+                                    compiler_options={"xla_gpu_command_buffer_scheduling_mode":
+                                                      "NO_SUCH_MODE"})
+    with pytest.raises(Exception, match="NO_SUCH_MODE"):
+        run_chunk(bad, state, data, idx, mesh)
+    cfg.train.concurrent_kernels = True
+    assert training._Setup(cfg, jax.devices()[:1], str(tmp_path)).compiler_options == \
+        training.CONCURRENT_KERNELS
+
+
 @pytest.mark.parametrize("num_devices", [1, 4])
 def test_several_seeds_in_one_program_equal_separate_runs(num_devices):
     """make_train_chunk_seeds: run r of the stacked program is make_train_chunk with its
