@@ -14,6 +14,16 @@ import jax.numpy as jnp
 from ddgjax.graphs import edge_mask
 
 
+def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Per-channel matrix product over the node axis, channels first (the PPGN block's
+    product; here so that the kernels' modules and ``ppgn`` share it).
+
+    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``;
+    one ``dot_general`` with batch dimensions ``(c, b)`` (a cuBLAS batched GEMM on GPU).
+    """
+    return jnp.einsum("cbik,cbkj->cbij", a, b)
+
+
 def node_counts(node_mask: jax.Array) -> jax.Array:
     """``bool[B, N]`` -> ``float32[B]`` number of real nodes per graph."""
     return node_mask.sum(-1).astype(jnp.float32)

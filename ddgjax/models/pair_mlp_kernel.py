@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from ddgjax.models import pair_mlp_mgpu, pallas_launch
+from ddgjax.models.common import channel_matmul
 
 NEGATIVE_SLOPE = 0.01
 TILE_ROWS = (128, 64, 32, 16)
@@ -285,7 +286,7 @@ def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
     bf16 per-channel product. Shapes as ``pair_product_fp8``."""
     m0, m1 = pair_mlps(x, w0, b0, w1, b1, scale)
     shape = (w0.shape[-1],) + tuple(graphs_shape)
-    return jnp.einsum("cbik,cbkj->cbij", m0.reshape(shape), m1.reshape(shape))
+    return channel_matmul(m0.reshape(shape), m1.reshape(shape))
 
 
 def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape):

@@ -51,9 +51,9 @@ import jax
 import jax.numpy as jnp
 
 from ddgjax.models import mix_norm_kernel, pair_mlp_kernel, pallas_launch, readout_mgpu
-from ddgjax.models.common import (NORMS, block_norm, check_inputs, instance_norm_from_sums,
-                                  masked_instance_norm_one_pass, node_counts, square_mask,
-                                  symmetrize_and_mask)
+from ddgjax.models.common import (NORMS, block_norm, channel_matmul, check_inputs,
+                                  instance_norm_from_sums, masked_instance_norm_one_pass,
+                                  node_counts, square_mask, symmetrize_and_mask)
 from ddgjax.models.input_channels import (graph_conditions, laplacian_projector_channels,
                                           noise_channels, random_walk_channels)
 
@@ -150,15 +150,6 @@ class PairMLPParams(nn.Module):
     def __call__(self, in_width: int):
         return (DenseParams(self.features, name="dense_0")(in_width),
                 DenseParams(self.features, name="dense_1")(self.features))
-
-
-def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Per-channel matrix product over the node axis, channels first.
-
-    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``;
-    one ``dot_general`` with batch dimensions ``(c, b)`` (a cuBLAS batched GEMM on GPU).
-    """
-    return jnp.einsum("cbik,cbkj->cbij", a, b)
 
 
 FP8_A_SCALE = pair_mlp_kernel.FP8_A_SCALE
