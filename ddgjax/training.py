@@ -182,9 +182,10 @@ def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
 
 # XLA's schedule for the kernels of a recorded CUDA graph (command buffer) in which any two
 # kernels whose inputs are ready may run side by side (its default, "LHS", overlaps only what
-# its latency-hiding scheduler chose). On one H200 it took the Ego-small paper models' step
-# from 0.78 to 0.62 ms (PPGN 6 x 32) and 1.39 to 1.11 ms (EDP-GNN), and made the Planar-60
-# PPGN 8 x 128 step 2-5 % slower with 19 % more memory (docs/benchmarks.md, "Rounds 47-49").
+# its latency-hiding scheduler chose). On one H200 it took 13-22 % off the step of the paper's
+# small configs (Ego-small PPGN 6 x 32 0.78 -> 0.62 ms, EDP-GNN 1.34 -> 1.05 ms) and made the
+# Planar-60 PPGN 8 x 128 step 2-5 % slower with 19 % more memory (docs/benchmarks.md,
+# "Rounds 47-50").
 CONCURRENT_KERNELS = {"xla_gpu_command_buffer_scheduling_mode": "CONCURRENT"}
 
 
