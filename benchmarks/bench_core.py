@@ -129,8 +129,7 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
     mesh = make_mesh(jax.devices()[:1])
     chunk = training.make_train_chunk(
         model, tx, process, mesh, jax.random.key(1), flat=bool(cfg.train.flat_update),
-        compiler_options=training.chunk_compiler_options(
-            bool(cfg.train.get("concurrent_kernels", False))))
+        compiler_options=training.config_compiler_options(cfg))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
     return {"what": f"PPGN {blocks}x{hidden} train step, N={N}, B={B}, {dtype}",

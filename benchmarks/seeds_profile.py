@@ -81,7 +81,7 @@ def main():
     mesh = make_mesh(jax.devices()[:1])
     flat = bool(cfg.train.get("flat_update", False))
     ema = float(cfg.train.get("ema_decay", 0.0))
-    copts = training.chunk_compiler_options(bool(cfg.train.get("concurrent_kernels", False)))
+    copts = training.config_compiler_options(cfg)
     n, bsz, r, s = args.nodes, int(cfg.train.batch_size), args.seeds, args.steps
     adj, mask = random_graphs(bsz * r, n, p=0.3)
     adj = np.concatenate([adj, adj[:1] * 0])                 # the empty padding graph

@@ -196,6 +196,12 @@ def chunk_compiler_options(concurrent_kernels: bool) -> dict | None:
     return dict(CONCURRENT_KERNELS) if concurrent_kernels else None
 
 
+def config_compiler_options(config) -> dict | None:
+    """``chunk_compiler_options`` of a config (``config.train.concurrent_kernels``, False
+    where a config written before the key lacks it)."""
+    return chunk_compiler_options(bool(config.train.get("concurrent_kernels", False)))
+
+
 def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=(),
              compiler_options: dict | None = None) -> Callable:
     # check_vma=False gives the classic pmap semantics: the gradient of the
@@ -593,8 +599,7 @@ class _Setup:
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
         # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
         self.flat_update = bool(config.train.get("flat_update", True))
-        self.compiler_options = chunk_compiler_options(
-            bool(config.train.get("concurrent_kernels", False)))
+        self.compiler_options = config_compiler_options(config)
 
     def device_data(self):
         """The training split on the devices (replicated): one ``GraphBatch`` with the
