@@ -72,9 +72,13 @@ def get_config():
     # 1 - 2 beta_bar_t, else redrawn from Bernoulli(rho)). prior_density 0: set from data.
     config.diffusion.prior = "uniform"
     config.diffusion.prior_density = 0.0
-    # With continuous_time, how training draws beta_bar: "uniform" (U(0, 1/2)) or
-    # "power:GAMMA" (u^GAMMA / 2, u ~ U(0, 1): GAMMA > 1 trains more at low noise).
+    # With continuous_time, how training draws beta_bar: "uniform" (U(0, 1/2)),
+    # "power:GAMMA" (u^GAMMA / 2, u ~ U(0, 1): GAMMA > 1 trains more at low noise) or
+    # "mid:GAMMA" (GAMMA > 1 trains more around beta_bar = 1/4; bitflip.training_levels).
     config.diffusion.train_grid = "uniform"
+    # L_simple's weight per level: "bond_taylor" (1 - 2 beta_bar + 1/T, the paper's) or
+    # "flat" (1: the plain cross-entropy of p(A_0 | A_t)).
+    config.diffusion.simple_weighting = "bond_taylor"
     # Step-unrolled training (bitflip.unrolled_inputs): the probability that a training
     # graph's input is one step of the config's own sampler (sample.num_steps, grid,
     # algorithm, levers), taken by the model from a level above, instead of a draw of

@@ -825,6 +825,63 @@ def test_training_grid_distorts_continuous_levels():
     assert BitFlipProcess(continuous_time=True, train_grid="power:2").train_grid == "power:2"
 
 
+def test_mid_training_grid_gathers_levels_around_a_quarter():
+    """train_grid "mid:G" maps u to the same level as the sampling grid "mid:G" visits at
+    step fraction u; G = 1 is the uniform grid, G = 2 puts half the draws within
+    |beta_bar - 1/4| < 1/16 (uniform: a quarter)."""
+    u = jnp.linspace(0.0, 1.0, 17)
+    s = make_schedule("linear", 128)
+    _, grid_bb = bitflip.sampling_grid(s, 16, "mid:2")        # descending, k = 16 .. 0
+    np.testing.assert_allclose(bitflip.training_levels(u, "mid:2"), grid_bb[::-1], atol=1e-7)
+    np.testing.assert_allclose(bitflip.training_levels(u, "mid:1"), u / 2, atol=1e-7)
+    # w = 1 - 2u = +-1/2: beta_bar = (1 -+ 1/4) / 4 at G = 2 (by hand)
+    np.testing.assert_allclose(bitflip.training_levels(jnp.array([0.25, 0.75]), "mid:2"),
+                               [0.1875, 0.3125], atol=1e-7)
+    adj0, mask = batch(4, [6] * 4)
+    t = t_index_draws(lambda k, a, m: bitflip.training_loss(
+        constant_logits, k, a, m, s, "simple", continuous_time=True, train_grid="mid:2"),
+        adj0, mask, num_keys=256) / 256.0                          # ~ beta_bar
+    near = np.mean(np.abs(t - 0.25) < 1 / 16)
+    assert 0.42 < near < 0.58, near
+    assert BitFlipProcess(continuous_time=True, train_grid="mid:2").train_grid == "mid:2"
+    with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
+        BitFlipProcess(continuous_time=True, train_grid="mid:0")
+
+
+def test_flat_simple_weighting_is_the_plain_cross_entropy():
+    """simple_weighting "flat": every level weighs 1, so a constant-logit model's L_simple is
+    its mean per-pair NLL whatever level each graph drew; the process validates the name and
+    reads it from the config."""
+    s = make_schedule("linear", T)
+    adj0, mask = batch(6, [12, 9, 5, 1])
+    c = 0.7
+
+    def constant(adj_t, node_mask, t, bb):
+        return jnp.full(adj_t.shape, c, jnp.float32)
+
+    pm = np.asarray(pair_mask(mask))
+    nll = np.where(pm, np.log1p(np.exp(c)) - np.asarray(adj0) * c, 0.0).sum((1, 2))
+    for k in range(2):
+        for ct in (False, True):
+            out = bitflip.training_loss(constant, jax.random.key(k), adj0, mask, s, "simple",
+                                        continuous_time=ct, simple_weighting="flat")
+            np.testing.assert_allclose(out.per_graph, nll, rtol=1e-5)
+    paper = bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "simple")
+    assert not np.allclose(paper.per_graph, nll)               # the default still weighs
+    with pytest.raises(ValueError, match="unknown L_simple weighting"):
+        bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "simple",
+                              simple_weighting="snr")
+    with pytest.raises(ValueError, match="config.diffusion.simple_weighting: expected"):
+        BitFlipProcess(simple_weighting="snr")
+    with pytest.raises(ValueError, match="config.diffusion.simple_weighting: weights L_simple"):
+        BitFlipProcess(loss_type="vb", simple_weighting="flat")
+    from configs import default
+    cfg = default.get_config()
+    assert bitflip.from_config(cfg).simple_weighting == "bond_taylor"
+    cfg.diffusion.simple_weighting = "flat"
+    assert bitflip.from_config(cfg).simple_weighting == "flat"
+
+
 @pytest.mark.parametrize("rho", [RHO, 0.5])
 def test_posterior_at_tiny_levels_in_float32(rho):
     """At beta_bar ~ 1e-8, where float32 rounds 1 - 2 beta_bar to 1, the float32 posterior

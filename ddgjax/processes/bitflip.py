@@ -218,20 +218,48 @@ def vb_terms(logits, adj0, adj_t, beta_bar_t, beta_bar_prev, rho: float = 0.5,
     return jnp.where(bp > 0, kl, nll)
 
 
-def simple_weight(beta_bar_t, num_timesteps: int):
-    """L_simple weight ``1 - 2 beta_bar_t + 1/T`` (Bond-Taylor et al. 2021, eq. 7)."""
+SIMPLE_WEIGHTINGS = ("bond_taylor", "flat")
+
+
+def simple_weight(beta_bar_t, num_timesteps: int, weighting: str = "bond_taylor"):
+    """L_simple's per-level weight: ``1 - 2 beta_bar_t + 1/T`` (``"bond_taylor"``, Bond-Taylor
+    et al. 2021, eq. 7: the paper's) or 1 at every level (``"flat"``: the plain
+    cross-entropy of ``p(A_0 | A_t)``, which weighs the noisy levels as much as the clean)."""
+    if weighting == "flat":
+        return jnp.ones_like(jnp.asarray(beta_bar_t, jnp.float32))
+    if weighting != "bond_taylor":
+        raise ValueError(f"unknown L_simple weighting {weighting!r}; expected one of "
+                         f"{SIMPLE_WEIGHTINGS}")
     return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps
+
+
+def mid_beta_bar(u, gamma: float, xp=jnp):
+    """The ``"mid:GAMMA"`` distortion of ``u`` in [0, 1] (0: clean, 1: the prior) to a level:
+    the kept fraction ``alpha = 1 - 2 beta_bar`` is ``(1 + sign(w) |w|^GAMMA) / 2`` with
+    ``w = 1 - 2u``, so ``beta_bar = (1 - sign(w) |w|^GAMMA) / 4``; GAMMA > 1 gathers the
+    levels around ``alpha = 1/2`` (``beta_bar = 1/4``), GAMMA = 1 is the identity ``u / 2``.
+    ``xp``: ``jnp`` (training) or ``np`` (the sampling grid, in float64)."""
+    w = 1.0 - 2.0 * u
+    return 0.25 * (1.0 - xp.sign(w) * xp.abs(w) ** gamma)
+
+
+TRAIN_GRIDS = ("uniform", "power:GAMMA", "mid:GAMMA")
 
 
 def training_levels(u: jax.Array, train_grid: str = "uniform") -> jax.Array:
     """Continuous-time training levels from uniform draws ``u [B]`` in [0, 1):
-    ``beta_bar = u / 2`` (``"uniform"``) or ``u^GAMMA / 2`` (``"power:GAMMA"``, the same
-    distortion as the sampling grid of that name: GAMMA > 1 trains more at low noise)."""
+    ``beta_bar = u / 2`` (``"uniform"``), ``u^GAMMA / 2`` (``"power:GAMMA"``: GAMMA > 1 trains
+    more at low noise) or ``mid_beta_bar(u, GAMMA)`` (``"mid:GAMMA"``: GAMMA > 1 trains more
+    around ``beta_bar = 1/4``, where an SBM graph's partition becomes detectable); the same
+    distortions as the sampling grids of those names."""
     kind, gamma = parse_grid(train_grid)
-    if kind not in ("uniform", "power"):
-        raise ValueError(f"unknown training grid {train_grid!r}; expected 'uniform' or "
-                         "'power:GAMMA'")
-    return 0.5 * (u if kind == "uniform" else u ** gamma)
+    if kind == "uniform":
+        return 0.5 * u
+    if kind == "power":
+        return 0.5 * u ** gamma
+    if kind == "mid":
+        return mid_beta_bar(u, gamma)
+    raise ValueError(f"unknown training grid {train_grid!r}; expected one of {TRAIN_GRIDS}")
 
 
 # fold_in stream of a graph's key for its self-conditioning coin (0 and 1: level, noise)
@@ -337,7 +365,8 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
                   schedule: NoiseSchedule, loss_type: str = "simple",
                   continuous_time: bool = False, rho: float = 0.5,
                   train_grid: str = "uniform", self_condition: bool = False,
-                  unroll: UnrollSpec | None = None) -> LossOutput:
+                  unroll: UnrollSpec | None = None,
+                  simple_weighting: str = "bond_taylor") -> LossOutput:
     """One Monte-Carlo estimate of L_simple or L_vb on a batch.
 
     ``key`` is one key or ``[B]`` per-graph keys (with per-graph keys a graph's
@@ -359,6 +388,8 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
     probability ``unroll.prob`` (``unroll_coins``) trains on the model's own one-step
     denoising from a sampler level above (``unrolled_inputs``) instead of a draw of
     ``q(A_t | A_0)``, at the sampler level that step ends on; the target stays ``A_0``.
+
+    ``simple_weighting``: L_simple's per-level weight (``simple_weight``).
 
     Args:
       denoise_fn: logits of ``p(A_0 | A_t)`` (see ``DenoiseFn``; with ``self_condition``
@@ -402,7 +433,8 @@ def training_loss(denoise_fn: DenoiseFn, key: jax.Array, adj0: jax.Array, node_m
         estimate = (jax.lax.stop_gradient(jax.nn.sigmoid(first)) * use,)
     logits = denoise_fn(adj_t, node_mask, t_index, bb_t, *estimate).astype(jnp.float32)
     if loss_type == "simple":
-        terms = binary_nll(logits, adj0) * broadcast_per_graph(simple_weight(bb_t, T))
+        terms = binary_nll(logits, adj0) * broadcast_per_graph(
+            simple_weight(bb_t, T, simple_weighting))
     else:
         terms = vb_terms(logits, adj0, adj_t, bb_t, bb_prev, rho)
     return pair_mean_loss(terms, node_mask, t_index)
@@ -635,8 +667,7 @@ def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
         raise ValueError(f"num_steps must be >= 1, got {K}")
     u = np.arange(K, -1, -1, dtype=np.float64) / K
     if kind == "mid":
-        w = 1.0 - 2.0 * u
-        bb = 0.25 * (1.0 - np.sign(w) * np.abs(w) ** gamma)   # (1 - alpha) / 2
+        bb = mid_beta_bar(u, gamma, np)                       # (1 - alpha) / 2
     else:
         bb = 0.5 * u ** gamma
     # the samplers compute in float32: every level but the last must stay a positive
@@ -903,7 +934,10 @@ class BitFlipProcess(NoiseProcess):
       prior_density: ``rho``, the edge probability of the prior ``A_T ~ ER(rho)``; 1/2
         is the paper's uniform prior, the training split's density the marginal prior.
       train_grid: with ``continuous_time``, how training draws ``beta_bar``:
-        ``"uniform"`` (U(0, 1/2)) or ``"power:GAMMA"`` (``training_levels``).
+        ``"uniform"`` (U(0, 1/2)), ``"power:GAMMA"`` or ``"mid:GAMMA"``
+        (``training_levels``).
+      simple_weighting: L_simple's per-level weight, ``"bond_taylor"`` (the paper's
+        ``1 - 2 beta_bar + 1/T``) or ``"flat"`` (``simple_weight``).
       alg1_below, alg2_below, renoise_mix, logit_scale, logit_scale_above,
         target_guidance: the sampler's default ``SamplerLevers`` (``levers``).
       self_condition: the denoiser is self-conditioned (PPGN ``self_condition``, set from
@@ -930,6 +964,7 @@ class BitFlipProcess(NoiseProcess):
     final_pass: bool = False
     prior_density: float = 0.5
     train_grid: str = "uniform"
+    simple_weighting: str = "bond_taylor"
     alg1_below: float = 0.0
     alg2_below: float = 0.0
     renoise_mix: float = 0.0
@@ -963,9 +998,15 @@ class BitFlipProcess(NoiseProcess):
             train_kind = parse_grid(self.train_grid)[0]
         except ValueError:
             train_kind = None
-        if train_kind not in ("uniform", "power"):
-            raise ValueError(f"config.diffusion.train_grid: expected 'uniform' or 'power:GAMMA', "
-                             f"got {self.train_grid!r}")
+        if train_kind not in ("uniform", "power", "mid"):
+            raise ValueError(f"config.diffusion.train_grid: expected one of {TRAIN_GRIDS} "
+                             f"(GAMMA > 0), got {self.train_grid!r}")
+        if self.simple_weighting not in SIMPLE_WEIGHTINGS:
+            raise ValueError(f"config.diffusion.simple_weighting: expected one of "
+                             f"{SIMPLE_WEIGHTINGS}, got {self.simple_weighting!r}")
+        if self.simple_weighting != "bond_taylor" and self.loss_type != "simple":
+            raise ValueError("config.diffusion.simple_weighting: weights L_simple only "
+                             "(config.diffusion.loss='simple')")
         self.levers  # noqa: B018 - validates the lever defaults (ValueError naming one)
         if self.train_grid != "uniform" and not self.continuous_time:
             raise ValueError("config.diffusion.train_grid: a training grid other than 'uniform' "
@@ -1016,7 +1057,7 @@ class BitFlipProcess(NoiseProcess):
              node_mask: jax.Array) -> LossOutput:
         return training_loss(denoise_fn, keys, adj0, node_mask, self.schedule, self.loss_type,
                              self.continuous_time, self.prior_density, self.train_grid,
-                             self.self_condition, self.unroll_spec)
+                             self.self_condition, self.unroll_spec, self.simple_weighting)
 
     def sampler(self, num_steps: int | None = None, return_chain: bool = False,
                 **options) -> BitFlipSampler:
@@ -1062,6 +1103,7 @@ def from_config(config) -> BitFlipProcess:
                           final_pass=bool(s.get("final_pass", False)),
                           prior_density=prior_density(d),
                           train_grid=str(d.get("train_grid", "uniform")),
+                          simple_weighting=str(d.get("simple_weighting", "bond_taylor")),
                           alg1_below=float(s.get("alg1_below", 0.0)),
                           alg2_below=float(s.get("alg2_below", 0.0)),
                           renoise_mix=float(s.get("renoise_mix", 0.0)),
