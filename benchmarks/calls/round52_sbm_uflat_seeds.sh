@@ -13,6 +13,8 @@
 # Graphs only: validity (graph-tool and our fit) and MMDs later on a CPU with
 # benchmarks/check_samples.py. $OUT/results.tar.gz.
 # EXTRA_ALL: more overrides for every training (a CPU dry run: a tiny model, few epochs).
+# VARIANTS ("NAME|SEED|OVERRIDES;..."; at most 4, one per GPU) and PREFIX (the sample
+# files' prefix, default sbm52) let a later round reuse this driver (round 53).
 # Usage: bash benchmarks/calls/round52_sbm_uflat_seeds.sh OUT
 set -uo pipefail
 OUT=$1
@@ -23,6 +25,8 @@ SAMPLE=${SAMPLE_SECONDS:-70}
 mkdir -p $RUNS "$OUT/res/samples"
 UFLAT="--config.diffusion.train_grid=uniform --config.diffusion.simple_weighting=flat"
 variants=("uflat_s2|2|$UFLAT" "uflat_s3|3|$UFLAT" "ctrl_s2|2|" "uflat64_s1|1|$UFLAT --config.model.ppgn.hidden=64")
+if [ -n "${VARIANTS:-}" ]; then IFS=';' read -ra variants <<< "$VARIANTS"; fi
+PREFIX=${PREFIX:-sbm52}
 vun() {  # WORKDIR NAME STEPS LOGIT_SCALE
   python benchmarks/vun_eval.py --workdir "$1" --checkpoint best_val --ema --validity none \
     --protocol none --seeds 5 --num_samples 40 --num_steps "$3" --option logit_scale="$4" \
@@ -48,7 +52,7 @@ echo "training stopped at $(elapsed) s" >> "$OUT/res/times.txt"
 pids=(); k=0
 for name in "${names[@]}"; do
   cp $RUNS/$name/metrics.jsonl "$OUT/res/metrics_$name.jsonl" 2>/dev/null
-  CUDA_VISIBLE_DEVICES=$k vun $RUNS/$name sbm52_$name 64 0.9 &
+  CUDA_VISIBLE_DEVICES=$k vun $RUNS/$name ${PREFIX}_$name 64 0.9 &
   pids+=($!); k=$(( (k + 1) % 4 ))
 done
 stop_at $(( HARD - 10 )) "${pids[@]}"
