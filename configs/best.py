@@ -44,7 +44,10 @@ fit at 64 steps, below the 85 % target): the Planar-64 recipe (8 x 128, Algorith
   round 24 found batch 8 and 64 level or worse (58.8-63.8 %), and rounds 24-25 64
   channels at batch 8 level over three training seeds (56-72 %; 310 s against 431 s
   for 2000 epochs); round 26 found step-unrolled training (collapses) and a layer
-  norm (46-56 %) worse (docs/RESULTS.md, "Every SPECTRE SBM variant tried").
+  norm (46-56 %) worse; rounds 51-53 found a flat L_simple weight, the mid:2 training
+  grid and the flat weight with the uniform grid (at 128 and 64 channels, three training
+  seeds: 53-72 %) within the spread of training seeds, with worse MMDs (docs/RESULTS.md,
+  "Every SPECTRE SBM variant tried").
   Rematerialisation stays off: a bfloat16 step at N = 187, batch 32, fits one H100
   without it (the largest N that trained there: 187 without, 384 with remat); float32
   at 187 needs ``--config.model.ppgn.remat=True``.
