@@ -262,18 +262,25 @@ def test_simple_weight_hand_values():
                                (T - np.arange(T + 1) + 1) / T, rtol=1e-6)
 
 
-def test_training_loss_simple_by_hand():
-    """L_simple of a constant-logit model, built from t_index without simple_weight:
-    per pair (log(1 + e^c) - a_0 c) (T - t + 1) / T on the linear schedule."""
+def constant_logit_case(c: float = 0.7):
+    """A batch, a denoiser with logit ``c`` everywhere and, per graph, the unweighted NLL of
+    its real strict upper pairs, ``sum (log(1 + e^c) - a_0 c)``: ``(schedule, adj0, mask,
+    denoiser, pair mask, nll [B])``."""
     s = make_schedule("linear", T)
     adj0, mask = batch(6, [12, 9, 5, 1])
-    c = 0.7
 
     def constant(adj_t, node_mask, t, bb):
         return jnp.full(adj_t.shape, c, jnp.float32)
 
     pm = np.asarray(pair_mask(mask))
     nll = np.where(pm, np.log1p(np.exp(c)) - np.asarray(adj0) * c, 0.0).sum((1, 2))
+    return s, adj0, mask, constant, pm, nll
+
+
+def test_training_loss_simple_by_hand():
+    """L_simple of a constant-logit model, built from t_index without simple_weight:
+    per pair (log(1 + e^c) - a_0 c) (T - t + 1) / T on the linear schedule."""
+    s, adj0, mask, constant, pm, nll = constant_logit_case()
     seen = set()
     for k in range(3):
         out = bitflip.training_loss(constant, jax.random.key(10 + k), adj0, mask, s, "simple")
@@ -852,15 +859,7 @@ def test_flat_simple_weighting_is_the_plain_cross_entropy():
     """simple_weighting "flat": every level weighs 1, so a constant-logit model's L_simple is
     its mean per-pair NLL whatever level each graph drew; the process validates the name and
     reads it from the config."""
-    s = make_schedule("linear", T)
-    adj0, mask = batch(6, [12, 9, 5, 1])
-    c = 0.7
-
-    def constant(adj_t, node_mask, t, bb):
-        return jnp.full(adj_t.shape, c, jnp.float32)
-
-    pm = np.asarray(pair_mask(mask))
-    nll = np.where(pm, np.log1p(np.exp(c)) - np.asarray(adj0) * c, 0.0).sum((1, 2))
+    s, adj0, mask, constant, _, nll = constant_logit_case()
     for k in range(2):
         for ct in (False, True):
             out = bitflip.training_loss(constant, jax.random.key(k), adj0, mask, s, "simple",
