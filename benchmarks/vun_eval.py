@@ -23,6 +23,7 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
+from ddgjax.ensemble import ensemble_run, load_members, parse_workdirs  # noqa: E402
 from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
@@ -60,6 +61,10 @@ def main() -> None:
     ap.add_argument("--guidance", type=float, default=None, help="with --guide: the weight")
     ap.add_argument("--guidance_above", type=float, default=0.0,
                     help="with --guide: guide only the steps at beta_bar >= this")
+    ap.add_argument("--ensemble", default=None,
+                    help="ensemble (ddgjax.ensemble): more workdirs, comma-separated, sampled "
+                         "with --workdir's (same --checkpoint and --ema)")
+    ap.add_argument("--ensemble_mean", default="probs", choices=["probs", "logits"])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.protocol == "none" and args.validity != "none":
@@ -82,6 +87,18 @@ def main() -> None:
         guide["guide_epoch"] = guide_run.meta.get("epoch")
         run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}",
                          above=args.guidance_above)
+    members = parse_workdirs(args.ensemble)
+    if members:
+        if guide is not None:
+            ap.error("--ensemble and --guide: one or the other")
+        others = load_members(members, args.checkpoint, use_ema=args.ema,
+                              compute_dtype=args.compute_dtype, pallas=args.pallas or None)
+        run = ensemble_run(run, others, args.ensemble_mean,
+                           names=[f"--ensemble {w}" for w in members])
+        ensemble = {"ensemble": members, "ensemble_mean": args.ensemble_mean,
+                    "ensemble_epochs": [o.meta.get("epoch") for o in others]}
+    else:
+        ensemble = None
     cfg = run.config
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))
@@ -107,7 +124,7 @@ def main() -> None:
                                  "checkpoint_epoch": run.meta.get("epoch"), "ema": args.ema,
                                  "seed": seed, "sampler": res["sampler"], "device": device,
                                  "compute_dtype": str(cfg.model.compute_dtype),
-                                 **(guide or {})})
+                                 **(guide or {}), **(ensemble or {})})
         print(seed, json.dumps({k: ev.get(k) for k in KEYS}), flush=True)
     summary = {}
     for k in KEYS + tuple(f"{s}_ratio" for s in ("degree", "clustering", "orbit", "spectral",
@@ -119,7 +136,8 @@ def main() -> None:
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
            "validity": args.validity, "num_samples": num, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
-           "sampler_options": options, "guidance": guide, "summary": summary,
+           "sampler_options": options, "guidance": guide, "ensemble": ensemble,
+           "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:
         json.dump(out, f, indent=2)

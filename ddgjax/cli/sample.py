@@ -78,6 +78,14 @@ def define_flags(fv) -> None:
                        "of both runs (w >= -1).", flag_values=fv)
     flags.DEFINE_float("guidance_above", 0.0, "With --guide: guide only the steps at noise "
                        "levels beta_bar >= this (0: every step).", flag_values=fv)
+    flags.DEFINE_string("ensemble", None, "Ensemble (ddgjax.ensemble): more workdirs, comma-"
+                        "separated, trained on the same data with the same bit-flip process; "
+                        "every step samples with the average of all runs' denoisers (one "
+                        "forward pass each). --checkpoint, --ema, --compute_dtype and --pallas "
+                        "apply to every member.", flag_values=fv)
+    flags.DEFINE_enum("ensemble_mean", "probs", ["probs", "logits"],
+                      "With --ensemble: average the members' probabilities (a mixture) or "
+                      "their logits (a product of experts).", flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
     flags.DEFINE_enum("protocol", "paper", ["paper", "spectre", "spectre_emd", "none"],
@@ -169,10 +177,20 @@ def run_sampling(fv) -> None:
     if os.path.isdir(workdir):  # else load_run says the workdir is missing
         check_output_dir(out_dir)  # before the model loads
     guided = guidance_requested(fv)
+    members = ensemble_requested(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
     use_fp8_product(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
+    if members:
+        from ddgjax.ensemble import ensemble_run, load_members
+
+        others = load_members(members, fv.checkpoint, use_ema=fv.ema,
+                              compute_dtype=fv.compute_dtype, pallas=fv.pallas)
+        run = ensemble_run(run, others, fv.ensemble_mean,
+                           names=[f"--ensemble {w}" for w in members])
+        record.update(ensemble=members, ensemble_mean=fv.ensemble_mean,
+                      ensemble_epochs=[o.meta.get("epoch") for o in others])
     if guided:
         from ddgjax.guidance import guided_run, load_guide
 
@@ -224,6 +242,17 @@ def guidance_requested(fv) -> bool:
     return fv.guide is not None
 
 
+def ensemble_requested(fv) -> list:
+    """The ``--ensemble`` workdirs (empty without it); ValueError naming the flags for an
+    empty entry, or for ``--ensemble`` with ``--guide`` (checked before anything loads)."""
+    from ddgjax.ensemble import parse_workdirs
+
+    members = parse_workdirs(fv.ensemble)
+    if members and fv.guide is not None:
+        raise ValueError("--ensemble and --guide: sample either an ensemble or a guided run, "
+                         "not both")
+    return members
+
 
 def completion_requests(fv) -> tuple[list, callable]:
     """``(requests, where)`` from --complete and one of --known / --hide / --add_nodes:
@@ -270,6 +299,9 @@ def run_completion(fv) -> None:
     if fv.guide is not None or fv.guidance is not None or fv.guidance_above:
         raise ValueError("--guide/--guidance/--guidance_above: autoguidance samples new "
                          "graphs; graph completion (--complete) does not take it")
+    if fv.ensemble is not None:
+        raise ValueError("--ensemble: ensembles sample new graphs; graph completion "
+                         "(--complete) does not take it")
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
