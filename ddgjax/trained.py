@@ -20,9 +20,10 @@ class TrainedModel:
       :class:`ddgjax.sampling.Run`.
     """
 
-    def __init__(self, run: Run, workdir: str, checkpoint: str, guide=None):
+    def __init__(self, run: Run, workdir: str, checkpoint: str, guide=None, ensemble=None):
         self.run, self.workdir, self.checkpoint = run, workdir, checkpoint
         self.guide = guide  # (TrainedModel, weight, above) of guided_by, else None
+        self.ensemble = ensemble  # (other TrainedModels, mean) of ensembled_with, else None
 
     @property
     def config(self):
@@ -40,6 +41,9 @@ class TrainedModel:
         guided = ("" if self.guide is None else
                   f", guided_by={self.guide[0].workdir!r}, weight={self.guide[1]}, "
                   f"above={self.guide[2]}")
+        if self.ensemble is not None:
+            guided += (f", ensembled_with={[m.workdir for m in self.ensemble[0]]!r}, "
+                       f"mean={self.ensemble[1]!r}")
         return (f"TrainedModel({self.workdir!r}, checkpoint={self.checkpoint!r}, "
                 f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')}{guided})")
 
@@ -61,10 +65,32 @@ class TrainedModel:
         return TrainedModel(run, self.workdir, self.checkpoint,
                             guide=(weak, float(weight), float(above)))
 
+    def ensembled_with(self, *others: "TrainedModel", mean: str = "probs") -> "TrainedModel":
+        """This model and ``others`` sampled as an ensemble (``ddgjax.ensemble``): each
+        step uses the mean of all members' probabilities (``mean="probs"``) or logits
+        (``"logits"``), one forward pass per member. The others must be runs of the same
+        bit-flip process, data and ``max_nodes`` (else ``SamplingError`` naming the field).
+        The result samples only: its ``complete`` and ``elbo`` raise ``SamplingError``."""
+        from ddgjax.ensemble import ensemble_run
+
+        for o in others:
+            if not isinstance(o, TrainedModel):
+                raise SamplingError(f"ensembled_with: expected TrainedModels "
+                                    f"(ddgjax.load(workdir)), got {type(o).__name__}")
+        if self.guide is not None or any(o.guide is not None for o in others):
+            raise SamplingError("ensembled_with: a model from guided_by() cannot join an "
+                                "ensemble; ensemble the unguided models")
+        run = ensemble_run(self.run, [o.run for o in others], mean,
+                           names=[f"ensemble member {o.workdir}" for o in others])
+        return TrainedModel(run, self.workdir, self.checkpoint, ensemble=(others, mean))
+
     def _refuse_guided(self, what: str) -> None:
         if self.guide is not None:
             raise SamplingError(f"{what}: a model from guided_by() samples only; call it on "
                                 f"the unguided model ({self.workdir})")
+        if self.ensemble is not None:
+            raise SamplingError(f"{what}: a model from ensembled_with() samples only; call it "
+                                f"on one member ({self.workdir})")
 
     def sample(self, n: int, seed: int = 0, *, num_nodes=None, num_steps: int | None = None,
                batch_size: int | None = None, **sampler_options) -> list[nx.Graph]:

@@ -163,3 +163,21 @@ def test_sample_command_with_an_ensemble(runs, tmp_path, capsys):
         assert code == 1
         assert expected in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_python_api_ensembled_with(runs):
+    import ddgjax
+
+    a, b = (ddgjax.load(str(d), "latest") for d in runs[:2])
+    ens = a.ensembled_with(b)
+    assert "ensembled_with" in repr(ens) and "'probs'" in repr(ens)
+    graphs = ens.sample(4, seed=1, num_steps=3, batch_size=4)
+    want = sampling.generate(ensemble_run(a.run, [b.run]), 4, seed=1, batch_size=4,
+                             num_steps=3)["graphs"]
+    assert [sorted(g.edges) for g in graphs] == [sorted(g.edges) for g in want]
+    with pytest.raises(sampling.SamplingError, match="ensembled_with"):
+        ens.elbo([np.zeros((5, 5), np.uint8)])
+    with pytest.raises(sampling.SamplingError, match="expected TrainedModels"):
+        a.ensembled_with(b.run)
+    with pytest.raises(sampling.SamplingError, match="guided_by"):
+        a.ensembled_with(b.guided_by(a, 0.5))
