@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from ddgjax.guidance import check_compatible
-from ddgjax.sampling import Run, SamplingError
+from ddgjax.sampling import Run, SamplingError, load_run
 
 MEANS = ("probs", "logits")
 
@@ -104,8 +104,6 @@ def ensemble_run(run: Run, others: Sequence[Run], mean: str = "probs",
 def load_members(workdirs: Sequence[str], checkpoint: str, **options) -> list[Run]:
     """``sampling.load_run`` of each ensemble member, its errors prefixed with the flag
     and workdir that name it (``--ensemble W (--checkpoint C): ...``)."""
-    from ddgjax.sampling import load_run
-
     runs = []
     for w in workdirs:
         try:
