@@ -376,6 +376,41 @@ def test_fp8_product_under_mosaic(monkeypatch):
     assert _rel(per_graph, batched) < 1e-2
 
 
+def test_round_to_fp8_rounds_like_float8_and_saturates():
+    from ddgjax.models.ppgn import round_to_fp8
+
+    exact = jnp.array([0.0, 1.0, -1.5, 0.109375, 448.0], jnp.bfloat16)   # e4m3 values
+    np.testing.assert_array_equal(np.asarray(round_to_fp8(exact)), np.asarray(exact))
+    big = jnp.array([1000.0, -1e4], jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(round_to_fp8(big), np.float32), [448.0, -448.0])
+    x = jax.random.normal(jax.random.key(0), (4096,), jnp.float32)
+    err = np.abs(np.asarray(round_to_fp8(x)) - np.asarray(x)) / np.abs(np.asarray(x))
+    big_enough = np.abs(np.asarray(x)) > 2.0 ** -6                   # e4m3's normal range
+    assert round_to_fp8(x).dtype == jnp.float32
+    assert 0.0 < err[big_enough].max() <= 2.0 ** -4 + 1e-7             # 3 mantissa bits
+
+
+@pytest.mark.parametrize("backend", ["triton", "mosaic"])
+def test_fp8_activations_probe(monkeypatch, backend):
+    """DDGJAX_FP8_ACTIVATIONS_PROBE=1 (off by default, a quality probe): every block's
+    product and output pass through float8 in the program, and the logits move by float8
+    rounding, not more: within a few per cent of the bf16 model's and of float32's. A bad
+    value is refused."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", backend)
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    runs = _compare_settings(monkeypatch, "DDGJAX_FP8_ACTIVATIONS_PROBE", ("0", "1"),
+                             num_blocks=2, batch_seed=9, noise_seed=7, out_tol=8e-2,
+                             grad_tol=3e-1)
+    probe, bf16 = runs["1"], runs["0"]
+    assert "f8_e4m3fn" not in bf16["program"]
+    assert probe["program"].count("f8_e4m3fn") >= 4           # 2 blocks x (prod, output)
+    assert _rel(probe["out"], bf16["out"]) > 1e-3              # the rounding is there
+    assert _rel(probe["out"], probe["f32_out"]) < 8e-2
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS_PROBE", "yes")
+    with pytest.raises(ValueError, match="DDGJAX_FP8_ACTIVATIONS_PROBE"):
+        pallas_launch.fp8_activations_probe()
+
+
 def test_warp_specialized_pair_kernel_in_the_ppgn(monkeypatch):
     """DDGJAX_PAIR_WS=1 (the default) runs the warp-specialized pair kernel in a Mosaic
     PPGN's forward:

@@ -123,9 +123,20 @@ def pair_warp_specialized() -> bool:
     return env_switch("DDGJAX_PAIR_WS", default=True)
 
 
+def fp8_activations_probe() -> bool:
+    """Off by default (``DDGJAX_FP8_ACTIVATIONS_PROBE=1`` turns it on): a sample-quality
+    probe for float8 activations, not a fast path. Under ``pallas`` each PPGN block rounds
+    its per-channel product and its output (the next block's input, read by the pair,
+    mixing and readout kernels) to float8 e4m3, saturating at +-448, and back, as kernels
+    that stored those tensors in float8 would see them (``ppgn.round_to_fp8``; extra XLA
+    passes, so it is slower). Read when a program is traced."""
+    return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
+
+
 _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
-                   ("pair_warp_specialized", pair_warp_specialized))
+                   ("pair_warp_specialized", pair_warp_specialized),
+                   ("fp8_activations_probe", fp8_activations_probe))
 
 
 def trace_settings() -> tuple:

@@ -264,11 +264,15 @@ class PPGNBlockFused(nn.Module):
                 m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)    # [h, B, N, N] each
                 prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
                         else channel_matmul(m1, m2)).astype(cdt)
+            probe = pallas_launch.fp8_activations_probe()
+            if probe:
+                prod = round_to_fp8(prod)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False)(
                     x, prod)
-                return film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
-                                     film, mask_sq, cdt)
+                out = film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
+                                    film, mask_sq, cdt)
+                return round_to_fp8(out) if probe else out
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
             kx, kp = kmix[:c_in], kmix[c_in:]
             if embed is not None:
@@ -279,9 +283,10 @@ class PPGNBlockFused(nn.Module):
             y, sums = mix_norm_kernel.mix_with_stats(
                 x.astype(cdt).reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
                 mask_sq.reshape(rows).astype(cdt), nodes_sq)
-            return film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
-                                                         bmix, mask_sq, self.eps, ndt),
-                                 film, mask_sq, cdt)
+            out = film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
+                                                        bmix, mask_sq, self.eps, ndt),
+                                film, mask_sq, cdt)
+            return round_to_fp8(out) if probe else out
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
@@ -294,6 +299,13 @@ class PPGNBlockFused(nn.Module):
                    bias_gradient=self.norm != "instance")(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
+
+
+def round_to_fp8(x: jax.Array) -> jax.Array:
+    """``x`` rounded to float8 e4m3 (saturating at its largest finite value, 448) and back
+    to ``x``'s dtype: what a kernel reading a float8 copy of ``x`` would see. Any shape."""
+    limit = float(jnp.finfo(jnp.float8_e4m3fn).max)
+    return jnp.clip(x, -limit, limit).astype(jnp.float8_e4m3fn).astype(x.dtype)
 
 
 def fold_linear(embed, kernel: jax.Array, bias: jax.Array):
