@@ -38,7 +38,7 @@ def best_validation(metrics_path: str) -> tuple[int, float, int]:
     return epoch, float(v["valid"]), len(evals)
 
 
-def test_vun(path: str) -> float | None:
+def scored_vun(path: str) -> float | None:
     """Mean V.U.N. over the sample files of a check_samples.py result (1024-step files,
     named ``*_T1024_*``, left out); None when the file is missing."""
     if not os.path.exists(path):
@@ -68,13 +68,13 @@ def collect(folders, only=None) -> list[dict]:
             name = os.path.basename(m)[len("metrics_"):-len(".jsonl")]
             if only and name not in only:
                 continue
-            ours = test_vun(os.path.join(folder, f"{name}_ourfit.json"))
+            ours = scored_vun(os.path.join(folder, f"{name}_ourfit.json"))
             if ours is None:
                 continue
             epoch, valid, n = best_validation(m)
             rows.append({"folder": folder, "name": name, "best_val_epoch": epoch,
                          "val_valid": valid, "val_evaluations": n, "test_vun_ourfit": ours,
-                         "test_vun_graph_tool": test_vun(
+                         "test_vun_graph_tool": scored_vun(
                              os.path.join(folder, f"{name}_graph_tool.json"))})
     return rows
 

@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
-from ddgjax.ensemble import ensemble_run, load_members, parse_workdirs  # noqa: E402
+from ddgjax.ensemble import ensemble_from_workdirs, parse_workdirs  # noqa: E402
 from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
@@ -91,12 +91,9 @@ def main() -> None:
     if members:
         if guide is not None:
             ap.error("--ensemble and --guide: one or the other")
-        others = load_members(members, args.checkpoint, use_ema=args.ema,
-                              compute_dtype=args.compute_dtype, pallas=args.pallas or None)
-        run = ensemble_run(run, others, args.ensemble_mean,
-                           names=[f"--ensemble {w}" for w in members])
-        ensemble = {"ensemble": members, "ensemble_mean": args.ensemble_mean,
-                    "ensemble_epochs": [o.meta.get("epoch") for o in others]}
+        run, ensemble = ensemble_from_workdirs(
+            run, members, args.checkpoint, args.ensemble_mean, use_ema=args.ema,
+            compute_dtype=args.compute_dtype, pallas=args.pallas or None)
     else:
         ensemble = None
     cfg = run.config

@@ -113,6 +113,18 @@ def load_members(workdirs: Sequence[str], checkpoint: str, **options) -> list[Ru
     return runs
 
 
+def ensemble_from_workdirs(run: Run, workdirs: Sequence[str], checkpoint: str,
+                           mean: str = "probs", **options) -> tuple[Run, dict]:
+    """``run`` ensembled with the runs in ``workdirs`` (``load_members`` with the same
+    ``checkpoint`` and load ``options``), and the record the sample files keep:
+    ``{"ensemble": workdirs, "ensemble_mean": mean, "ensemble_epochs": [...]}``. The
+    members are named ``--ensemble W`` in errors."""
+    others = load_members(workdirs, checkpoint, **options)
+    run = ensemble_run(run, others, mean, names=[f"--ensemble {w}" for w in workdirs])
+    return run, {"ensemble": list(workdirs), "ensemble_mean": mean,
+                 "ensemble_epochs": [o.meta.get("epoch") for o in others]}
+
+
 def parse_workdirs(value: str | None) -> list[str]:
     """``--ensemble W2,W3`` -> ``["W2", "W3"]``; ValueError naming the flag for an empty
     entry."""

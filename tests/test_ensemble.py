@@ -181,3 +181,25 @@ def test_python_api_ensembled_with(runs):
         a.ensembled_with(b.run)
     with pytest.raises(sampling.SamplingError, match="guided_by"):
         a.ensembled_with(b.guided_by(a, 0.5))
+
+
+def test_vun_eval_with_an_ensemble(runs, tmp_path, monkeypatch):
+    """benchmarks/vun_eval.py --ensemble samples the ensemble and records its members."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    import vun_eval
+
+    a, b, c = runs
+    monkeypatch.setattr(sys, "argv", [
+        "vun_eval.py", f"--workdir={a}", f"--ensemble={b},{c}", "--checkpoint=latest",
+        "--validity=none", "--protocol=none", "--seeds=1", "--num_samples=3",
+        "--num_steps=3", "--name=ens", f"--out={tmp_path}"])
+    vun_eval.main()
+    out = json.loads((tmp_path / "ens_vun.json").read_text())
+    assert out["ensemble"] == {"ensemble": [str(b), str(c)], "ensemble_mean": "probs",
+                               "ensemble_epochs": [2, 2]}
+    graphs = json.loads((tmp_path / "ens_seed0.json").read_text())
+    assert graphs["generated_by"]["ensemble"] == [str(b), str(c)]
+    assert len(graphs["graphs"]) == 3

@@ -183,14 +183,12 @@ def run_sampling(fv) -> None:
     use_fp8_product(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if members:
-        from ddgjax.ensemble import ensemble_run, load_members
+        from ddgjax.ensemble import ensemble_from_workdirs
 
-        others = load_members(members, fv.checkpoint, use_ema=fv.ema,
-                              compute_dtype=fv.compute_dtype, pallas=fv.pallas)
-        run = ensemble_run(run, others, fv.ensemble_mean,
-                           names=[f"--ensemble {w}" for w in members])
-        record.update(ensemble=members, ensemble_mean=fv.ensemble_mean,
-                      ensemble_epochs=[o.meta.get("epoch") for o in others])
+        run, ensemble = ensemble_from_workdirs(run, members, fv.checkpoint, fv.ensemble_mean,
+                                               use_ema=fv.ema, compute_dtype=fv.compute_dtype,
+                                               pallas=fv.pallas)
+        record.update(ensemble)
     if guided:
         from ddgjax.guidance import guided_run, load_guide
 
