@@ -7,7 +7,13 @@ since removed). Checks each kernel against a float32 reference from the
 same bf16 inputs (relative error) and times each (median of repeated calls after warm-up,
 fresh random inputs per variant).
 
-    python benchmarks/mgpu_kernels.py --out OUT.json
+    python benchmarks/mgpu_kernels.py --out OUT.json [--fp8]
+
+``--fp8`` adds the kernels reading float8 activations (``DDGJAX_FP8_ACTIVATIONS``): the
+pair MLPs from a float8 ``x`` (plain and warp-specialized, float8 outputs as the sampler
+writes them), the mixing kernel from float8 ``x`` and ``prod``, the readout from float8
+block outputs; each against the float32 reference of the same (float8-rounded) inputs.
+``--only`` keeps the variants whose name holds one of its comma-separated parts.
 """
 from __future__ import annotations
 
@@ -41,7 +47,10 @@ def main():  # noqa: C901 - one linear script
     p.add_argument("--graphs", type=int, default=1024)
     p.add_argument("--nodes", type=int, default=60)
     p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--fp8", action="store_true", help="also the float8-activation kernels")
+    p.add_argument("--only", default="", help="comma-separated parts of variant names")
     a = p.parse_args()
+    only = [part for part in a.only.split(",") if part]
     import jax
     import jax.numpy as jnp
     from ddgjax.models import (mix_norm_kernel, mix_norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu,
@@ -95,6 +104,8 @@ def main():  # noqa: C901 - one linear script
 
     def kernel_only(name, seed, **kw):
         """The kernel alone (y^T out, per-tile sums; no transpose, no segment sum)."""
+        if only and not any(part in name for part in only):
+            return
         args = mix_norm_mgpu.random_inputs(a.graphs, nodes_sq, seed)
         split = mix_norm_mgpu.split_row_mask(args[-1], nodes_sq)
         fn = jax.jit(lambda *v: mix_norm_mgpu.mix_with_partial_sums(*v, interpret=cpu, **kw))
@@ -135,6 +146,39 @@ def main():  # noqa: C901 - one linear script
         check_and_time(f"readout_mgpu_tm{tm}", logits_with(
             lambda *v, tm=tm: readout_mgpu.readout(*v, interpret=cpu, tile_rows=tm)),
             flat_args, ref, passes=9)
+    if a.fp8:
+        f8 = jnp.float8_e4m3fn
+        to8 = lambda v: pair_mlp_mgpu.to_fp8_saturated(v)
+        # bytes moved per kernel, in [M, 128] bf16 tensors: pair 0.5 in + 2 x 0.5 out;
+        # mixing 0.5 + 0.5 in, 1 out; readout 8 x 0.5 in (+ x_0), 1 out
+        x8_pair = lambda seed: (to8(pair_args(seed)[0]),) + pair_args(seed)[1:]
+        for ws in (False, True):
+            check_and_time(f"pair_mgpu_fp8in{'_ws' if ws else ''}", lambda *v, ws=ws:
+                           pair_mlp_mgpu.pair_mlps(*v, interpret=cpu, out_dtype=f8,
+                                                   warp_specialized=ws),
+                           x8_pair(31), pair_ref, passes=1.5)
+            check_and_time(f"pair_mgpu_fp8out{'_ws' if ws else ''}", lambda *v, ws=ws:
+                           pair_mlp_mgpu.pair_mlps(*v, interpret=cpu, out_dtype=f8,
+                                                   warp_specialized=ws),
+                           pair_args(32), pair_ref, passes=2)
+        ro8 = flat_args[:1] + tuple(to8(v) for v in flat_args[1:9]) + flat_args[9:]
+        # the register layout of the on-chip float8 -> float16 conversion
+        for layout in ("WGMMA_8BIT", "WGMMA_UPCAST_2X", "WGMMA"):
+            pair_mlp_mgpu.CONVERT_LAYOUT = layout
+            tag = "" if layout == "WGMMA_8BIT" else "_" + layout.lower()
+            for which, parts in (("", (0, 1)), ("_x", (0,)), ("_prod", (1,))):
+                if tag and which:
+                    continue
+                args8 = tuple(to8(v) if k in parts else v for k, v in enumerate(
+                    mix_norm_mgpu.random_inputs(a.graphs, nodes_sq, 33)))
+                check_and_time(f"mix_mgpu_fp8in{which}{tag}",
+                               lambda *v: mix_norm_mgpu.mix_with_stats(*v, nodes_sq,
+                                                                       interpret=cpu),
+                               args8, mix_ref, passes=3 - len(parts) / 2)
+            check_and_time(f"readout_mgpu_fp8in{tag}", logits_with(
+                lambda *v: readout_mgpu.readout(*v, interpret=cpu)), ro8, ref, passes=5)
+        pair_mlp_mgpu.CONVERT_LAYOUT = "WGMMA_8BIT"
+        del ro8
     del ro_args, flat_args
     check_and_time("pair_triton_again", pair_mlp_kernel._pallas_forward, pair_args(7), pair_ref)
     mix_time("mix_triton_again", lambda *v: mix_norm_kernel._pallas_forward(*v, nodes_sq), 17)

@@ -429,3 +429,116 @@ def test_warp_specialized_pair_kernel_in_the_ppgn(monkeypatch):
     monkeypatch.setenv("DDGJAX_PAIR_WS", "yes")
     with pytest.raises(ValueError, match="DDGJAX_PAIR_WS"):
         pallas_launch.pair_warp_specialized()
+
+
+F8 = jnp.float8_e4m3fn
+
+
+@pytest.mark.parametrize("warp_specialized", [False, True])
+def test_pair_kernel_reads_float8_activations(warp_specialized):
+    """A float8 ``x`` (``DDGJAX_FP8_ACTIVATIONS``' block outputs): both pair kernels take it
+    into registers as float16 for the first layers and match the float32 reference of the
+    same float8 values, to bf16 (bf16 or float8 outputs)."""
+    x, w0, b0, w1, b1, scale = pair_mlp_mgpu.random_inputs(64 * 2, seed=11)
+    x8 = pair_mlp_mgpu.to_fp8_saturated(x * 3)
+    f32 = lambda v: v.astype(jnp.float32)
+    want = pair_mlp_kernel.pair_mlps_reference(*(f32(v) for v in (x8, w0, b0, w1, b1, scale)))
+    for out_dtype, tol in ((None, 1e-2), (F8, 6e-2)):
+        got = pair_mlp_mgpu.pair_mlps(x8, w0, b0, w1, b1, scale, max_ctas=1, interpret=ON_CPU,
+                                      warp_specialized=warp_specialized, out_dtype=out_dtype)
+        assert got[0].dtype == (out_dtype or jnp.bfloat16)
+        for g, w in zip(got, want):
+            assert _rel(g.astype(jnp.float32), w) < tol
+
+
+@pytest.mark.parametrize("x_fp8, prod_fp8", [(True, True), (False, True)])
+def test_mix_kernel_reads_float8_activations(x_fp8, prod_fp8):
+    """Float8 ``x`` and ``prod`` (the first block reads its bf16 input with a float8
+    product): the mixing kernel converts each float8 tile to float16 on chip; ``y`` (bf16)
+    and the norm sums match the float32 reference of the same values."""
+    x, prod, wx, wp, b, mask = mix_norm_mgpu.random_inputs(2, 64, seed=12)
+    x = pair_mlp_mgpu.to_fp8_saturated(x) if x_fp8 else x
+    prod = pair_mlp_mgpu.to_fp8_saturated(prod) if prod_fp8 else prod
+    y, sums = mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, mask, 64, max_ctas=1,
+                                           interpret=ON_CPU)
+    f32 = lambda v: v.astype(jnp.float32)
+    y_want, sums_want = mix_norm_kernel.mix_with_stats_reference(
+        *(f32(v) for v in (x, prod, wx, wp, b, mask)), 64)
+    assert y.dtype == jnp.bfloat16
+    assert _rel(f32(y), y_want) < 1e-2 and _rel(sums, sums_want) < 1e-4
+
+
+def test_readout_kernel_reads_float8_activations():
+    """Float8 block outputs stream into the readout kernel as float8 and are converted to
+    float16 in two alternating buffers; the result matches the float32 reference of the
+    same values. Mixed float8 and bf16 block outputs, and float8 at 128-row tiles, are
+    refused by name."""
+    x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(64 * 2, k_blocks=3, seed=13)
+    xs8 = tuple(pair_mlp_mgpu.to_fp8_saturated(x) for x in xs)
+    got = readout_mgpu.readout(x0, xs8, w0, ws, b, wr, br, max_ctas=1, interpret=ON_CPU)
+    f32 = lambda v: v.astype(jnp.float32)
+    want = readout_mgpu.readout_reference(f32(x0), tuple(f32(x) for x in xs8), w0, ws, b, wr,
+                                          br)
+    assert got.dtype == jnp.bfloat16 and _rel(f32(got), want) < 1e-2
+    with pytest.raises(ValueError, match="all float8 or none"):
+        readout_mgpu.readout(x0, (xs8[0], xs[1]), w0, ws[:2], b, wr, br, interpret=ON_CPU)
+    with pytest.raises(ValueError, match="tile_rows=64"):
+        readout_mgpu.readout(x0, xs8, w0, ws, b, wr, br, interpret=ON_CPU, tile_rows=128)
+
+
+def test_fp8_activations_in_the_ppgn(monkeypatch):
+    """DDGJAX_FP8_ACTIVATIONS=1 (off by default) under ``mosaic``: the blocks hand each
+    other, and the readout kernel, float8 tensors (the kernels' float8 inputs are in the
+    program), and the logits carry the float8 probe's error (``DDGJAX_FP8_ACTIVATIONS_PROBE``,
+    the same roundings in XLA, from bfloat16 instead of float16 weights): as far from
+    float32's as the probe's, and far from the bf16 model's.
+    The per-graph (vmapped) call equals the batched one within that rounding.
+    ``prod`` stores only the product in float8 and lands between the two. Differentiating
+    it is refused by name (a sampling setting); a bad value too."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    model = build_model("ppgn", T, hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=2))
+    adj, nm = random_batch(9, [8, 6, 8, 5], 8)           # 4 * 64 rows: one tile per graph
+    t, lv = noise_inputs(4, seed=7)
+    # (the XLA readout for the two references: the interpreter can stall on the bf16
+    # readout kernel after the probe's passes; the readout kernel's own tests cover it)
+    settings = {"plain": {"DDGJAX_MGPU_READOUT": "0"},
+                "probe": {"DDGJAX_FP8_ACTIVATIONS_PROBE": "1", "DDGJAX_FP8_PRODUCT": "1",
+                          "DDGJAX_MGPU_READOUT": "0"},
+                "fast": {"DDGJAX_FP8_ACTIVATIONS": "1", "DDGJAX_MGPU_READOUT": "1"},
+                "prod": {"DDGJAX_FP8_ACTIVATIONS": "prod", "DDGJAX_MGPU_READOUT": "1"}}
+    out, program = {}, {}
+    for name, env in settings.items():
+        for var in ("DDGJAX_FP8_ACTIVATIONS_PROBE", "DDGJAX_FP8_PRODUCT",
+                    "DDGJAX_FP8_ACTIVATIONS", "DDGJAX_MGPU_READOUT"):
+            monkeypatch.setenv(var, env.get(var, "0"))
+        # a new function per setting: JAX reuses what it traced of the same function
+        apply = lambda p: model.apply(p, adj, nm, t, lv)
+        program[name] = str(jax.make_jaxpr(apply)(params))
+        out[name] = np.asarray(jax.jit(apply)(params))
+    assert np.isfinite(out["fast"]).all()
+    # block 1's input and the readout's block outputs, as float8 kernel operands
+    assert "f8_e4m3fn[256,128]" in program["fast"] and "readout_wgmma_kernel" in program["fast"]
+    assert "f8_e4m3fn[256,128]" not in program["probe"]
+    # ``prod``: the product alone in float8 (the mixing kernel's [128, 256] operand)
+    assert "f8_e4m3fn[256,128]" not in program["prod"] and "f8_e4m3fn[128,256]" in program["prod"]
+    f32 = build_model("ppgn", T, hidden=128, num_blocks=2)
+    f32_out = np.asarray(jax.jit(lambda p: f32.apply(p, adj, nm, t, lv))(params))
+    err = {name: _rel(o, f32_out) for name, o in out.items()}
+    # float8 rounding moves the logits by ~6 % here (random weights); the two paths round
+    # the same tensors from slightly different values (float16 against bfloat16 weights),
+    # so they land apart by about as much, each as far from float32 as the other
+    assert err["plain"] < 2e-2 and err["fast"] < 1.5 * err["probe"] < 0.15, err
+    assert err["plain"] < err["prod"] < err["fast"], err
+    assert _rel(out["fast"], out["plain"]) > 1e-2
+    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
+    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
+    # (float8 amplifies summation-order differences: on an H200 the two programs' fusions
+    # differ and the logits land 3.8 % apart, within the rounding's own size)
+    assert _rel(per_graph, out["fast"]) < err["probe"]
+    with pytest.raises(NotImplementedError, match="sampling setting"):
+        jax.grad(lambda p: apply(p).sum())(params)
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", "2")
+    with pytest.raises(ValueError, match="DDGJAX_FP8_ACTIVATIONS"):
+        pallas_launch.fp8_activations()

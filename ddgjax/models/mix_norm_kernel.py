@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from ddgjax.models import mix_norm_mgpu, pallas_launch
+from ddgjax.models import mix_norm_mgpu, pair_mlp_mgpu, pallas_launch
 
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -43,12 +43,14 @@ def mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     Args:
       x: ``[M, C]``; prod: ``[H, M]`` (channels first); wx: ``[C, H]``; wp: ``[H, H]``;
         b: ``[H]`` (compute dtype); row_mask: ``[M]`` (1 on entries the norm counts);
-        nodes_sq: rows per graph (``N * N``); ``M`` a multiple of it.
+        nodes_sq: rows per graph (``N * N``); ``M`` a multiple of it. ``x`` and ``prod``
+        may be float8 e4m3 (read exactly in bfloat16).
     Returns:
-      ``y`` ``[M, H]`` in the dtype of ``x``, and ``sums`` float32 ``[G, 2, H]``
-      (``G = M / nodes_sq``): ``sum(d)`` and ``sum(d * d)`` over masked rows,
-      ``d = y - b`` in float32.
+      ``y`` ``[M, H]`` in the dtype of ``x`` (bfloat16 for float8), and ``sums`` float32
+      ``[G, 2, H]`` (``G = M / nodes_sq``): ``sum(d)`` and ``sum(d * d)`` over masked
+      rows, ``d = y - b`` in float32.
     """
+    x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))
     d = (jnp.einsum("mc,ch->mh", x, wx, preferred_element_type=jnp.float32)
          + jnp.einsum("hm,hk->mk", prod, wp, preferred_element_type=jnp.float32))
     y = (d + b.astype(jnp.float32)).astype(x.dtype)
@@ -96,10 +98,11 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nod
 def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton"):
     m_rows, c = x.shape
     hidden = wx.shape[-1]
-    if (backend == "mosaic" and x.dtype == jnp.bfloat16
+    if (backend == "mosaic" and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden)):
         return mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq,
                                             interpret=jax.default_backend() == "cpu")
+    x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))   # the others read bf16
     if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
         return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
     tm = tile_rows(m_rows, nodes_sq)

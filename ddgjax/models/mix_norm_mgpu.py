@@ -29,8 +29,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
-                                         smem_transforms, tile_plan, transposed)
+from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_tile_to_f16_smem, is_fp8,
+                                         load_vector, sm_count, smem_transforms, tile_plan,
+                                         transposed)
 
 
 
@@ -60,8 +61,11 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
 
     Args:
       x: ``[M, C]``; prod: ``[H, M]``; wx: ``[C, H]``; wp: ``[H, H]``; b: ``[H]``;
-        split_mask: ``[2, M]`` float32 (``split_row_mask``).
-    Returns: ``y^T`` ``[H, M]`` in the dtype of ``x``, and float32 ``[M / 64, 4, H]``: per
+        split_mask: ``[2, M]`` float32 (``split_row_mask``). ``x`` and ``prod`` may each be
+        float8 e4m3 (the PPGN's float8 activations): such a tile is converted to float16
+        in shared memory (``fp8_tile_as_f16``) and multiplied with float16 weights.
+    Returns: ``y^T`` ``[H, M]`` in the dtype of ``x`` (bfloat16 for a float8 ``x``), and
+      float32 ``[M / 64, 4, H]``: per
       tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)`` (``w0, w1`` the two masks;
       zeros without ``stats``, a diagnostic).
 
@@ -72,11 +76,17 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     2.05 on an H200 at 1024 x 3600 rows (docs/benchmarks.md, round 28) and was removed.
     """
     m_rows, c = x.shape
-    h, dt, tm = wx.shape[-1], x.dtype, TILE_ROWS
+    x8, p8 = is_fp8(x.dtype), is_fp8(prod.dtype)
+    h, tm = wx.shape[-1], TILE_ROWS
+    dt = jnp.dtype(jnp.bfloat16) if x8 else x.dtype                 # y's dtype
+    xdt = jnp.dtype(jnp.float16) if x8 else dt                      # the MMAs' operands
+    pdt = jnp.dtype(jnp.float16) if p8 else dt
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "mix_norm_mgpu")
 
     def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,
-                         wx_s, wp_s, b_s, y_s, bars, *scratch_t):
+                         wx_s, wp_s, b_s, y_s, bars, *scratch):
+        scratch_t = scratch[2:] if interpret else ()
+        x16_s, p16_s = scratch[:2]
         for k, (src, dst) in enumerate(((wx_g, wx_s), (wp_g, wp_s), (b_g, b_s))):
             plgpu.copy_gmem_to_smem(src, dst, bars.at[k])
         for k in range(3):
@@ -86,6 +96,14 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         def step(index, x_s, p_s, m0_s, m1_s):
             (i,) = index
             tile = first_tile + i
+            if x8:
+                fp8_tile_to_f16_smem(x_s, x16_s, interpret)
+                x_s = x16_s
+            if p8:
+                fp8_tile_to_f16_smem(p_s, p16_s, interpret)
+                p_s = p16_s
+            if x8 or p8:
+                plgpu.commit_smem()
             if interpret:        # the interpreter has no transposed MMA operands
                 scratch_t[0][...] = x_s[...].T
                 x_t = scratch_t[0]
@@ -114,31 +132,36 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         plgpu.emit_pipeline(
             step, grid=(per_cta,),
             in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=smem_transforms(c)),
+                                      transforms=smem_transforms(c, x.dtype)),
                       plgpu.BlockSpec((h, tm), lambda i: (0, first_tile + i),
-                                      transforms=smem_transforms(tm)),
+                                      transforms=smem_transforms(tm, prod.dtype)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
             max_concurrent_steps=max_concurrent_steps)(x_g, p_g, m0_g, m1_g)
         plgpu.wait_smem_to_gmem(0)
 
     options = {}
-    scratch = [plgpu.SMEM((h, c), dt, transforms=smem_transforms(c)),         # wx^T
-               plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),         # wp^T
+    # the float16 copies of float8 tiles (one row of 8 unused entries where a tile is not)
+    f16_tile = lambda rows, cols, on: plgpu.SMEM(
+        (rows, cols) if on else (1, 8), jnp.float16,
+        transforms=smem_transforms(cols, jnp.float16) if on else ())
+    scratch = [plgpu.SMEM((h, c), xdt, transforms=smem_transforms(c, xdt)),   # wx^T
+               plgpu.SMEM((h, h), pdt, transforms=smem_transforms(h, pdt)),   # wp^T
                plgpu.SMEM((h,), jnp.float32),
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),       # y^T staging
-               plgpu.Barrier(num_barriers=3)]
+               plgpu.Barrier(num_barriers=3),
+               f16_tile(tm, c, x8), f16_tile(h, tm, p8)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
+        scratch.append(plgpu.SMEM((c, tm), xdt, transforms=smem_transforms(tm, xdt)))
     kernel = plgpu.kernel(
         mix_wgmma_kernel,
         out_type=[jax.ShapeDtypeStruct((h, m_rows), dt),
                   jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    y, partial = kernel(x, prod.astype(dt), wx.T.astype(dt), wp.T.astype(dt),
-                        b.astype(jnp.float32), split_mask[0], split_mask[1])
+    y, partial = kernel(x, prod if p8 else prod.astype(dt), wx.T.astype(xdt),
+                        wp.T.astype(pdt), b.astype(jnp.float32), split_mask[0], split_mask[1])
     if not stats:
         partial = jnp.zeros_like(partial)
     return y, partial

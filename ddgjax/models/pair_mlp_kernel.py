@@ -46,8 +46,10 @@ def pair_mlps_reference(x, w0, b0, w1, b1, scale):
       x: ``[M, C]`` entries by input channels (compute dtype).
       w0: ``[2, C, H]``; b0: ``[2, H]``; w1: ``[2, H, H]``; b1: ``[2, H]`` (compute dtype).
       scale: ``[M]`` multiplier of ``m_0`` (compute dtype).
-    Returns: ``(m_0, m_1)``, each ``[H, M]`` in the dtype of ``x``.
+    Returns: ``(m_0, m_1)``, each ``[H, M]`` in the dtype of ``x`` (a float8 ``x``, the
+      PPGN's float8 activations, is read exactly in bfloat16).
     """
+    x = pair_mlp_mgpu.exact_bf16(x)
     h = jnp.einsum("mc,jch->jmh", x, w0, preferred_element_type=jnp.float32) + b0[:, None]
     h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
     m = jnp.einsum("jmh,jhk->jkm", h, w1, preferred_element_type=jnp.float32) + b1[:, :, None]
@@ -98,11 +100,13 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
                     backend: str = "triton", out_dtype=None, warp_specialized: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
-    if (backend == "mosaic" and not with_hidden and x.dtype == jnp.bfloat16
+    if (backend == "mosaic" and not with_hidden
+            and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, out_dtype=out_dtype,
                                        warp_specialized=warp_specialized,
                                        interpret=jax.default_backend() == "cpu")
+    x = pair_mlp_mgpu.exact_bf16(x)                       # the other kernels read bf16
     if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
         return tuple(m.astype(out_dtype) for m in _pallas_forward(
             x, w0, b0, w1, b1, scale, with_hidden, backend))
@@ -135,6 +139,7 @@ def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
 
 def hidden_reference(x, w0, b0):
     """The hidden layers the gradient kernel writes: ``[M, 2H]`` in the dtype of ``x``."""
+    x = pair_mlp_mgpu.exact_bf16(x)
     h = jnp.einsum("mc,jch->mjh", x, w0, preferred_element_type=jnp.float32) + b0[None]
     h = jnp.where(h >= 0, h, NEGATIVE_SLOPE * h).astype(x.dtype)
     return h.reshape(x.shape[0], -1)
@@ -269,16 +274,19 @@ _PAIR_MLPS = {(backend, ws): _make_pair_mlps(backend, ws)
 
 # ---- float8 storage of the pair MLPs' outputs for the per-channel product (sampling) ----
 
-def product_from_fp8(a8, b8):
+def product_from_fp8(a8, b8, out_dtype=jnp.bfloat16):
     """The per-channel product from float8 operands: ``[C, B, N, N]`` x2 (``a8`` stored as
-    ``m_0 * FP8_A_SCALE``) -> ``a8 @ b8 / FP8_A_SCALE`` in bfloat16, accumulated in float32.
+    ``m_0 * FP8_A_SCALE``) -> ``a8 @ b8 / FP8_A_SCALE`` in ``out_dtype`` (bfloat16, or
+    float8 e4m3 saturated at +-448 for the float8 activations), accumulated in float32.
     The operands are converted to bfloat16 in the program, which XLA fuses into its bf16
     GEMM: 0.79 ms against 1.06 for the bf16 product and 1.13 for XLA's float8 GEMM at the
     Planar-60 sampling shape (H200, round 37, docs/benchmarks.md); float8 values are exact
     in bfloat16, so this equals a float8 GEMM up to the summation order."""
     out = jnp.einsum("cbik,cbkj->cbij", a8.astype(jnp.bfloat16), b8.astype(jnp.bfloat16),
-                     preferred_element_type=jnp.float32)
-    return (out * (1.0 / FP8_A_SCALE)).astype(jnp.bfloat16)
+                     preferred_element_type=jnp.float32) * (1.0 / FP8_A_SCALE)
+    if pair_mlp_mgpu.is_fp8(out_dtype):
+        return pair_mlp_mgpu.to_fp8_saturated(out)
+    return out.astype(out_dtype)
 
 
 def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
@@ -289,12 +297,13 @@ def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
     return channel_matmul(m0.reshape(shape), m1.reshape(shape))
 
 
-def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape):
+def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape, fp8_out: bool = False):
     """A PPGN block's pair MLPs and per-channel product, ``m_0, m_1`` stored in float8.
 
     Args: ``x, w0, b0, w1, b1, scale`` as ``pair_mlps`` (``x`` ``[M, C]`` bf16 with
       ``M = B * N * N`` rows); ``graphs_shape`` ``(B, N, N)``.
-    Returns: ``[H, B, N, N]`` bf16, ``m_0 @ m_1`` per channel and graph.
+    Returns: ``[H, B, N, N]`` bf16 (float8 e4m3 with ``fp8_out``, the float8 activations:
+      ``pallas_launch.fp8_activations``), ``m_0 @ m_1`` per channel and graph.
 
     The Mosaic pair kernel (warp-specialized with ``pallas_launch.pair_warp_specialized``)
     writes float8 (``m_0`` times ``FP8_A_SCALE``; where it does not take the shapes, the
@@ -303,11 +312,12 @@ def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape):
     bf16 path's (``_pair_product_bf16``): float8 is a sampling setting
     (``pallas_launch.fp8_product``)."""
     ws = pallas_launch.pair_warp_specialized()
-    return _PAIR_PRODUCT_FP8[ws](x, w0, b0, w1, b1, scale, tuple(graphs_shape))
+    return _PAIR_PRODUCT_FP8[ws, fp8_out](x, w0, b0, w1, b1, scale, tuple(graphs_shape))
 
 
-def _make_pair_product_fp8(warp_specialized: bool):
-    """``pair_product_fp8`` with one pair kernel (one function per kernel: ``_make_forward``)."""
+def _make_pair_product_fp8(warp_specialized: bool, fp8_out: bool):
+    """``pair_product_fp8`` with one pair kernel and output dtype (one function per setting:
+    ``_make_forward``)."""
     forward = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8,
                             warp_specialized=warp_specialized)
 
@@ -315,9 +325,13 @@ def _make_pair_product_fp8(warp_specialized: bool):
     def pair_product(x, w0, b0, w1, b1, scale, graphs_shape):
         m0, m1 = forward(x, w0, b0, w1, b1, scale * FP8_A_SCALE)
         shape = (w0.shape[-1],) + graphs_shape
-        return product_from_fp8(m0.reshape(shape), m1.reshape(shape))
+        return product_from_fp8(m0.reshape(shape), m1.reshape(shape),
+                                FP8 if fp8_out else jnp.bfloat16)
 
     def fwd(x, w0, b0, w1, b1, scale, graphs_shape):
+        if fp8_out:
+            raise NotImplementedError("pair_product_fp8: float8 activations are a sampling "
+                                      "setting, not differentiable")
         return jax.vjp(functools.partial(_pair_product_bf16, graphs_shape=graphs_shape),
                        x, w0, b0, w1, b1, scale)
 
@@ -329,4 +343,5 @@ def _make_pair_product_fp8(warp_specialized: bool):
     return pair_product
 
 
-_PAIR_PRODUCT_FP8 = {ws: _make_pair_product_fp8(ws) for ws in (False, True)}
+_PAIR_PRODUCT_FP8 = {(ws, out8): _make_pair_product_fp8(ws, out8)
+                     for ws in (False, True) for out8 in (False, True)}

@@ -102,15 +102,128 @@ def transposed(ref):
     return ref.transpose((1, 0))
 
 
+FP8 = jnp.float8_e4m3fn
+
+
+def is_fp8(dtype) -> bool:
+    """Whether ``dtype`` is the float8 (e4m3) that the activations are stored in."""
+    return jnp.dtype(dtype) == jnp.dtype(FP8)
+
+
+def to_fp8_saturated(x):
+    """``x`` in float8 e4m3, clipped to its largest finite value (+-448) first (a plain
+    cast turns what lies beyond into NaN). Any shape."""
+    limit = float(jnp.finfo(FP8).max)
+    return jnp.clip(x, -limit, limit).astype(FP8)
+
+
+def exact_bf16(x):
+    """A float8 array as bfloat16 (exact: every e4m3 value is a bfloat16 value); any other
+    array as it is. What the XLA references and the Triton kernels read."""
+    return x.astype(jnp.bfloat16) if is_fp8(x.dtype) else x
+
+
+def fp8_tile_as_f16(ref, interpret: bool, staging=None):
+    """A float8 ``[64 k, C]`` shared-memory tile as float16, as a ``wgmma`` takes its left
+    operand: in registers, loaded in the layout meant for upcasts (``WGMMA_UPCAST_2X``,
+    32-bit shared-memory reads), converted (Hopper converts e4m3 to float16 in hardware,
+    not to bfloat16; every e4m3 value is exact in float16) and moved to the ``WGMMA``
+    layout by a warp shuffle. The interpreter takes no operand from registers: there the
+    tile is converted into ``staging`` (a float16 ``[64 k, C]`` ref), which is returned."""
+    if interpret:
+        staging[...] = ref[...].astype(jnp.float16)
+        return staging
+    tile = (plgpu.load(ref, (), layout=plgpu.Layout.WGMMA_UPCAST_2X) if _LOAD_TAKES_INDEX
+            else plgpu.load(ref, layout=plgpu.Layout.WGMMA_UPCAST_2X))
+    return plgpu.layout_cast(tile.astype(jnp.float16), plgpu.Layout.WGMMA)
+
+
+# The register layout a float8 tile passes through on its way to a float16 tile in shared
+# memory (``fp8_tile_to_f16_smem``): any layout stores correctly; ``WGMMA_8BIT`` reads and
+# converts four entries per 32-bit load with no shuffle between threads.
+CONVERT_LAYOUT = "WGMMA_8BIT"
+
+
+def fp8_tile_to_f16_smem(src, dst, interpret: bool) -> None:
+    """Converts a float8 shared-memory tile ``src`` into the float16 tile ``dst`` (same
+    shape) through registers in ``CONVERT_LAYOUT``; the caller commits the writes
+    (``plgpu.commit_smem``) before an MMA reads ``dst``."""
+    if interpret:
+        dst[...] = src[...].astype(jnp.float16)
+        return
+    layout = getattr(plgpu.Layout, CONVERT_LAYOUT)
+    tile = (plgpu.load(src, (), layout=layout) if _LOAD_TAKES_INDEX
+            else plgpu.load(src, layout=layout))
+    dst[...] = tile.astype(jnp.float16)
+
+
 def _kernel_plan(x, w0, w1, max_ctas, out_dtype):
     """What both pair kernels derive from their arguments: the sizes ``(M, C, H)``, the
     compute and output dtypes, the tile rows, the CTA plan (``tile_plan``) and the weights
-    transposed for the ``w^T x^T`` products (``[2, H, C]``, ``[2, H, H]``)."""
+    transposed for the ``w^T x^T`` products (``[2, H, C]``, ``[2, H, H]``). For a float8
+    ``x`` the compute dtype is bfloat16 and the first layers' weights are float16 as they
+    lie, ``[2, C, H]``: the first products are ``x w0[j]`` with ``x`` in registers
+    (``fp8_tile_as_f16``)."""
     m_rows, c = x.shape
-    dt = x.dtype
+    dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype
     _, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
+    w0k = (w0.astype(jnp.float16) if is_fp8(x.dtype)
+           else jnp.swapaxes(w0, 1, 2).astype(dt))
     return (m_rows, c, w0.shape[-1], dt, TILE_ROWS, jnp.dtype(out_dtype or dt), ctas, per_cta,
-            jnp.swapaxes(w0, 1, 2).astype(dt), jnp.swapaxes(w1, 1, 2).astype(dt))
+            w0k, jnp.swapaxes(w1, 1, 2).astype(dt))
+
+
+def _hidden_scratch(x8: bool, c: int, h: int, tm: int, dt, mlps: int | None):
+    """Shared memory of the first layers' weights and of the hidden layers (``mlps``
+    staging buffers, or one where None): channels first ``[H, TM]`` behind ``w0^T``
+    ``[H, C]``, or, for a float8 ``x``, rows first ``[TM, H]`` behind float16 ``w0``
+    ``[C, H]`` (read through a transposed view by the second layer)."""
+    lead = () if mlps is None else (mlps,)
+    if x8:
+        return (plgpu.SMEM((2, c, h), jnp.float16, transforms=smem_transforms(h, jnp.float16)),
+                plgpu.SMEM(lead + (tm, h), dt, transforms=smem_transforms(h)))
+    return (plgpu.SMEM((2, h, c), dt, transforms=smem_transforms(c)),
+            plgpu.SMEM(lead + (h, tm), dt, transforms=smem_transforms(tm)))
+
+
+def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
+    """One pair MLP's first layer on a tile, leaky ReLU'd into ``h_s``; returns the ref
+    the second layer reads as ``h^T`` ``[H, TM]``.
+
+    ``x_regs`` None: ``h^T = w0^T x^T`` with ``x`` through a transposed view of ``x_s``
+    (``h_t``: the interpreter's scratch for it), ``h_s`` channels first. Otherwise
+    ``x_regs`` is the float8 tile in registers as float16 and ``h = x w0`` is staged rows
+    first, read back through a transposed view (``h_t``: the interpreter's scratch)."""
+    layout = plgpu.Layout.WGMMA
+    if x_regs is None:
+        if interpret:
+            h_t[...] = x_s[...].T
+            x_t = h_t
+        else:
+            x_t = transposed(x_s)                                 # [C, TM]
+
+        def first_layer(acc):
+            plgpu.wgmma(acc, w0, x_t)
+            return acc[...]
+        ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
+        bias = load_vector(b0, layout.reduce(1), interpret)
+        ht = ht + lax.broadcast_in_dim(bias.astype(jnp.float32), (h, tm), [0])
+        h_s[...] = jnp.maximum(ht, NEGATIVE_SLOPE * ht).astype(dt)      # leaky ReLU
+        plgpu.commit_smem()
+        return h_s
+
+    def first_layer_rows(acc):
+        plgpu.wgmma(acc, x_regs, w0)
+        return acc[...]
+    hr = pl.run_scoped(first_layer_rows, plgpu.ACC((tm, h), jnp.float32))   # [TM, H]
+    bias = load_vector(b0, layout.reduce(0), interpret)
+    hr = hr + lax.broadcast_in_dim(bias.astype(jnp.float32), (tm, h), [1])
+    h_s[...] = jnp.maximum(hr, NEGATIVE_SLOPE * hr).astype(dt)          # leaky ReLU
+    plgpu.commit_smem()
+    if interpret:
+        h_t[...] = h_s[...].T
+        return h_t
+    return transposed(h_s)
 
 
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
@@ -139,6 +252,7 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
             max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype)
     (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
                                                                          out_dtype)
+    x8 = is_fp8(x.dtype)
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_wgmma_kernel(x_g, w0_g, b0_g, w1_g, b1_g, s_g, o0_g, o1_g,
@@ -152,25 +266,15 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         def step(index, x_s, s_s):
             (i,) = index
             cols = pl.ds((first_tile + i) * tm, tm)
-            if interpret:
-                xt_s[0][...] = x_s[...].T
-                x_t = xt_s[0]
-            else:
-                x_t = transposed(x_s)                             # [C, TM]
             s = load_vector(s_s, wgmma_layout.reduce(0), interpret)      # [TM]
+            x_regs = (fp8_tile_as_f16(x_s, interpret, xt_s[1] if interpret else None)
+                      if x8 else None)
             for j, o_g in ((0, o0_g), (1, o1_g)):
-                def first_layer(acc):
-                    plgpu.wgmma(acc, w0_s.at[j], x_t)
-                    return acc[...]
-                ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
-                bias = load_vector(b0_s.at[j], wgmma_layout.reduce(1), interpret)
-                ht = ht + lax.broadcast_in_dim(bias, (h, tm), [0])
-                ht = jnp.maximum(ht, NEGATIVE_SLOPE * ht)            # leaky ReLU
-                h_s[...] = ht.astype(dt)
-                plgpu.commit_smem()
+                h_t = _first_layer(x_s, x_regs, w0_s.at[j], b0_s.at[j], h_s,
+                                   xt_s[0] if interpret else None, tm, h, dt, interpret)
 
                 def second_layer(acc):
-                    plgpu.wgmma(acc, w1_s.at[j], h_s)
+                    plgpu.wgmma(acc, w1_s.at[j], h_t)
                     return acc[...]
                 mt = pl.run_scoped(second_layer, plgpu.ACC((h, tm), jnp.float32))
                 bias = load_vector(b1_s.at[j], wgmma_layout.reduce(1), interpret)
@@ -186,23 +290,26 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         plgpu.emit_pipeline(
             step, grid=(per_cta,),
             in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=smem_transforms(c)),
+                                      transforms=smem_transforms(c, x.dtype)),
                       plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
             max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
         plgpu.wait_smem_to_gmem(0)
 
     options = {}
-    scratch = [plgpu.SMEM((2, h, c), dt, transforms=smem_transforms(c)),
+    w0_scratch, h_scratch = _hidden_scratch(x8, c, h, tm, dt, None)
+    scratch = [w0_scratch,
                plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, h), jnp.float32),
                plgpu.SMEM((2, h), jnp.float32),
-               plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
+               h_scratch,
                plgpu.SMEM((2, h, tm), odt, transforms=smem_transforms(tm, odt)),
                plgpu.Barrier(num_barriers=4)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        scratch.append(plgpu.SMEM((c, tm), dt, transforms=smem_transforms(tm)))
+        # the transposed operand: x^T [C, TM], or h^T [H, TM] for a float8 x
+        scratch.append(plgpu.SMEM((h if x8 else c, tm), dt, transforms=smem_transforms(tm)))
+        scratch.append(plgpu.SMEM((tm, c), jnp.float16))       # fp8_tile_as_f16's staging
     kernel = plgpu.kernel(pair_mlps_wgmma_kernel,
                           out_type=[jax.ShapeDtypeStruct((h, m_rows), odt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
@@ -220,6 +327,7 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
                                                                          out_dtype)
     # row j: MLP j's multiplier of its output's columns (m_0 scaled, m_1 not)
     scales = jnp.stack([scale.astype(dt), jnp.ones((m_rows,), dt)])
+    x8 = is_fp8(x.dtype)
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_ws_wgmma_kernel(x_g, w0_g, w1_g, b_g, s_g, o0_g, o1_g,
@@ -241,24 +349,13 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
                     plgpu.barrier_wait(bars.at[k])
 
             cols = pl.ds((first_tile + i) * tm, tm)
-            if interpret:
-                xt_s[0].at[j][...] = x_s[...].T
-                x_t = xt_s[0].at[j]
-            else:
-                x_t = transposed(x_s)                             # [C, TM]
-
-            def first_layer(acc):
-                plgpu.wgmma(acc, w0_s.at[j], x_t)
-                return acc[...]
-            ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
-            bias = load_vector(b_s.at[0, j], wgmma_layout.reduce(1), interpret)
-            ht = ht + lax.broadcast_in_dim(bias.astype(jnp.float32), (h, tm), [0])
-            ht = jnp.maximum(ht, NEGATIVE_SLOPE * ht)               # leaky ReLU
-            h_s.at[j][...] = ht.astype(dt)
-            plgpu.commit_smem()
+            x_regs = (fp8_tile_as_f16(x_s, interpret, xt_s[1].at[j] if interpret else None)
+                      if x8 else None)
+            h_t = _first_layer(x_s, x_regs, w0_s.at[j], b_s.at[0, j], h_s.at[j],
+                               xt_s[0].at[j] if interpret else None, tm, h, dt, interpret)
 
             def second_layer(acc):
-                plgpu.wgmma(acc, w1_s.at[j], h_s.at[j])
+                plgpu.wgmma(acc, w1_s.at[j], h_t)
                 return acc[...]
             mt = pl.run_scoped(second_layer, plgpu.ACC((h, tm), jnp.float32))
             bias = load_vector(b_s.at[1, j], wgmma_layout.reduce(1), interpret)
@@ -280,21 +377,23 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
         plgpu.emit_pipeline_warp_specialized(
             step, grid=(per_cta,), memory_registers=40, num_compute_wgs=2, wg_axis="wg",
             in_specs=[plgpu.BlockSpec((tm, c), lambda i: (first_tile + i, 0),
-                                      transforms=smem_transforms(c)),
+                                      transforms=smem_transforms(c, x.dtype)),
                       plgpu.BlockSpec((2, tm), lambda i: (0, first_tile + i))],
             max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
 
     options = {}
-    scratch = [plgpu.SMEM((2, h, c), dt, transforms=smem_transforms(c)),
+    w0_scratch, h_scratch = _hidden_scratch(x8, c, h, tm, dt, 2)
+    scratch = [w0_scratch,
                plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, 2, h), dt),                            # b0; b1
-               plgpu.SMEM((2, h, tm), dt, transforms=smem_transforms(tm)),
+               h_scratch,
                plgpu.SMEM((2, h, tm), odt, transforms=smem_transforms(tm, odt)),
                plgpu.Barrier(num_barriers=3)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        scratch.append(plgpu.SMEM((2, c, tm), dt, transforms=smem_transforms(tm)))
+        scratch.append(plgpu.SMEM((2, h if x8 else c, tm), dt, transforms=smem_transforms(tm)))
+        scratch.append(plgpu.SMEM((2, tm, c), jnp.float16))    # fp8_tile_as_f16's staging
     kernel = plgpu.kernel(pair_mlps_ws_wgmma_kernel,
                           out_type=[jax.ShapeDtypeStruct((h, m_rows), odt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",),

@@ -133,10 +133,33 @@ def fp8_activations_probe() -> bool:
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 
 
+FP8_ACTIVATION_MODES = ("0", "1", "prod")
+
+
+def fp8_activations() -> str:
+    """Which activations a bfloat16 PPGN under the ``mosaic`` backend stores in float8 e4m3
+    (saturated at +-448), read by the Mosaic kernels as float8 (converted to float16 on
+    chip: ``pair_mlp_mgpu.fp8_tile_as_f16``, ``fp8_tile_to_f16_smem``):
+    ``DDGJAX_FP8_ACTIVATIONS=0`` (the default) none; ``1`` each block's output (the next
+    block's input, read by the pair, mixing and readout kernels) and its per-channel
+    product; ``prod`` the product only (read by the mixing kernel). Either implies
+    ``fp8_product``'s float8 pair outputs. ``1`` rounds as ``fp8_activations_probe`` does
+    (from float16 instead of bfloat16 weights). Sampling only: the float8 product has no
+    gradient. On an H200 neither is much faster (round 57, docs/benchmarks.md): the
+    kernels convert on chip at about the cost of the bytes they save. Read when a program
+    is traced."""
+    value = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "0").strip().lower()
+    if value not in FP8_ACTIVATION_MODES:
+        raise ValueError(f"DDGJAX_FP8_ACTIVATIONS: expected one of {FP8_ACTIVATION_MODES}, "
+                         f"got {value!r}")
+    return value
+
+
 _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized),
-                   ("fp8_activations_probe", fp8_activations_probe))
+                   ("fp8_activations_probe", fp8_activations_probe),
+                   ("fp8_activations", fp8_activations))
 
 
 def trace_settings() -> tuple:

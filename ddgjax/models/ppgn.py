@@ -50,7 +50,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import mix_norm_kernel, pair_mlp_kernel, pallas_launch, readout_mgpu
+from ddgjax.models import (mix_norm_kernel, pair_mlp_kernel, pair_mlp_mgpu, pallas_launch,
+                           readout_mgpu)
 from ddgjax.models.common import (NORMS, block_norm, channel_matmul, check_inputs,
                                   instance_norm_from_sums, masked_instance_norm_one_pass,
                                   node_counts, square_mask, symmetrize_and_mask)
@@ -253,26 +254,38 @@ class PPGNBlockFused(nn.Module):
         if self.pallas and self.norm == "instance" and pair_mlp_kernel.supported(
                 rows, x.shape[-1], h):
             c_x = x.shape[-1]
+            # float8 activations: x may arrive in float8 (the previous block's output), the
+            # product and this block's output leave in it (pallas_launch.fp8_activations)
+            fp8_mode = (pallas_launch.fp8_activations() if cdt == jnp.bfloat16
+                        and pallas_launch.kernel_backend() == "mosaic" else "0")
+            fp8_act = fp8_mode == "1"                  # block outputs too, not the product only
+            x_in = x if pair_mlp_mgpu.is_fp8(x.dtype) else x.astype(cdt)
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
-            pair_args = (x.astype(cdt).reshape(rows, c_x), stack(k10, k20), stack(b10, b20),
+            pair_args = (x_in.reshape(rows, c_x), stack(k10, k20), stack(b10, b20),
                          stack(k11, k21), stack(b11, b21), scale.reshape(rows))
-            if (pallas_launch.fp8_product() and pallas_launch.kernel_backend() == "mosaic"
-                    and cdt == jnp.bfloat16):
-                prod = pair_mlp_kernel.pair_product_fp8(*pair_args, x.shape[:3])
+            if ((pallas_launch.fp8_product() or fp8_mode != "0")
+                    and pallas_launch.kernel_backend() == "mosaic" and cdt == jnp.bfloat16):
+                prod = pair_mlp_kernel.pair_product_fp8(*pair_args, x.shape[:3],
+                                                        fp8_out=fp8_mode != "0")
             else:
                 m = pair_mlp_kernel.pair_mlps(*pair_args)
                 m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)    # [h, B, N, N] each
                 prod = (channel_matmul_fp8(m1, m2) if pallas_launch.fp8_product()
                         else channel_matmul(m1, m2)).astype(cdt)
-            probe = pallas_launch.fp8_activations_probe()
+            probe = pallas_launch.fp8_activations_probe() and fp8_mode == "0"
+
+            def block_output(out):
+                if fp8_act:
+                    return pair_mlp_mgpu.to_fp8_saturated(out)
+                return round_to_fp8(out) if probe else out
             if probe:
                 prod = round_to_fp8(prod)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False)(
-                    x, prod)
-                out = film_modulate(masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt),
-                                    film, mask_sq, cdt)
-                return round_to_fp8(out) if probe else out
+                    pair_mlp_mgpu.exact_bf16(x_in), pair_mlp_mgpu.exact_bf16(prod))
+                return block_output(film_modulate(
+                    masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film, mask_sq,
+                    cdt))
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
             kx, kp = kmix[:c_in], kmix[c_in:]
             if embed is not None:
@@ -281,12 +294,12 @@ class PPGNBlockFused(nn.Module):
             bmix = jax.lax.stop_gradient(bmix)
             kx, kp, bmix = kx.astype(cdt), kp.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
-                x.astype(cdt).reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
+                x_in.reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
                 mask_sq.reshape(rows).astype(cdt), nodes_sq)
-            out = film_modulate(instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums,
-                                                        bmix, mask_sq, self.eps, ndt),
-                                film, mask_sq, cdt)
-            return round_to_fp8(out) if probe else out
+            return block_output(film_modulate(
+                instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, bmix, mask_sq,
+                                        self.eps, ndt), film, mask_sq, cdt))
+        x = pair_mlp_mgpu.exact_bf16(x)             # float8 activations, off the kernels
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
         b0 = jnp.concatenate([b10, b20]).astype(cdt)
         zeros = jnp.zeros((h, h), jnp.float32)
@@ -304,8 +317,7 @@ class PPGNBlockFused(nn.Module):
 def round_to_fp8(x: jax.Array) -> jax.Array:
     """``x`` rounded to float8 e4m3 (saturating at its largest finite value, 448) and back
     to ``x``'s dtype: what a kernel reading a float8 copy of ``x`` would see. Any shape."""
-    limit = float(jnp.finfo(jnp.float8_e4m3fn).max)
-    return jnp.clip(x, -limit, limit).astype(jnp.float8_e4m3fn).astype(x.dtype)
+    return pair_mlp_mgpu.to_fp8_saturated(x).astype(x.dtype)
 
 
 def fold_linear(embed, kernel: jax.Array, bias: jax.Array):
@@ -503,7 +515,8 @@ class PPGN(nn.Module):
                                                   self.hidden)):
             logits = self.readout_kernel(outs, rows)
         else:
-            z = Linear(self.hidden, self.compute_dtype, name="readout")(*outs)
+            z = Linear(self.hidden, self.compute_dtype, name="readout")(
+                *(pair_mlp_mgpu.exact_bf16(o) for o in outs))
             z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
             logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
         assert logits.shape == (bsz, n_max, n_max)
@@ -530,9 +543,10 @@ class PPGN(nn.Module):
         k_read, b_read = DenseParams(h, name="readout")(c0 + sum(o.shape[-1] for o in outs[1:]))
         k_res, b_res = DenseParams(h, name="residual")(h)
         k_out, b_out = DenseParams(1, name="out")(h)
+        as_read = lambda o: o if pair_mlp_mgpu.is_fp8(o.dtype) else o.astype(cdt)
         zt = readout_mgpu.readout_differentiable(
             outs[0].reshape(rows, c0).astype(cdt),
-            tuple(o.reshape(rows, h).astype(cdt) for o in outs[1:]),
+            tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
             k_read[:c0], k_read[c0:].reshape(len(outs) - 1, h, h), b_read, k_res, b_res)
         logits = jnp.einsum("hm,h->m", zt.astype(jnp.float32), k_out[:, 0]) + b_out[0]
         return logits.reshape(outs[0].shape[:3])

@@ -33,8 +33,8 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, load_vector, sm_count,
-                                         smem_transforms, tile_plan)
+from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_tile_to_f16_smem, is_fp8,
+                                         load_vector, sm_count, smem_transforms, tile_plan)
 from ddgjax.models.pair_mlp_mgpu import transposed as transposed_view
 
 NEGATIVE_SLOPE = 0.01
@@ -63,13 +63,16 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
     ``x0``'s dtype, as the kernel stages it for the residual's MMA and reads it back, and
     as the ``Linear`` path holds it).
 
-    Args: x0 ``[M, C0]``; xs K x ``[M, 128]``; w0 ``[C0, H]``; ws ``[K, 128, H]``; b, br
-      ``[H]``; wr ``[H, H]``. Returns ``out^T`` ``[H, M]`` in ``x0``'s dtype.
+    Args: x0 ``[M, C0]``; xs K x ``[M, 128]`` (``x0``'s dtype, or float8 e4m3: the PPGN's
+      float8 activations, read exactly in ``x0``'s dtype); w0 ``[C0, H]``; ws
+      ``[K, 128, H]``; b, br ``[H]``; wr ``[H, H]``. Returns ``out^T`` ``[H, M]`` in
+      ``x0``'s dtype.
     """
     f32 = jnp.float32
     z = jnp.einsum("mc,ch->hm", x0, w0.astype(x0.dtype), preferred_element_type=f32)
     for x, w in zip(xs, ws):
-        z = z + jnp.einsum("mc,ch->hm", x, w.astype(x.dtype), preferred_element_type=f32)
+        z = z + jnp.einsum("mc,ch->hm", x.astype(x0.dtype), w.astype(x0.dtype),
+                           preferred_element_type=f32)
     z = z + b.astype(f32)[:, None]
     z = z.astype(x0.dtype)               # as the residual's MMA reads it, and as the sum's
     r = jnp.einsum("hm,hk->km", z, wr.astype(x0.dtype),
@@ -80,17 +83,28 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             interpret: bool = False, tile_rows: int = TILE_ROWS):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
-    zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128)."""
+    zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128). Float8 ``xs``
+    (all or none) stream as float8 and are converted to float16 in shared memory
+    (``fp8_tile_to_f16_smem``, two buffers: the MMA of one step reads one while the next
+    step's tile is converted into the other), multiplied with float16 ``ws``."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
+    x8 = bool(xs) and is_fp8(xs[0].dtype)
+    if any(is_fp8(x.dtype) != x8 for x in xs):
+        raise ValueError("readout_mgpu: the block outputs must be all float8 or none")
+    if x8 and tm != TILE_ROWS:
+        raise ValueError(f"readout_mgpu: float8 block outputs take tile_rows={TILE_ROWS} "
+                         f"(their float16 copies do not fit shared memory at {tm})")
+    xdt = jnp.dtype(jnp.float8_e4m3fn) if x8 else dt               # ring_x's dtype
+    wdt = jnp.dtype(jnp.float16) if x8 else dt                     # ring_w's, the MMA's
     if tm not in RINGS:
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
     ring = RINGS[tm]
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
     w0t = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).T.astype(dt)           # [H, 16]
-    wst = jnp.swapaxes(ws, 1, 2).astype(dt)                                   # [K, H, 128]
+    wst = jnp.swapaxes(ws, 1, 2).astype(wdt)                                  # [K, H, 128]
     wrt = wr.T.astype(dt)                                                     # [H, H]
     biases = jnp.stack([b, br]).astype(jnp.float32)                           # [2, H]
     steps = per_cta * k_blocks
@@ -98,7 +112,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     def readout_wgmma_kernel(x0_g, *refs):
         xs_g = refs[:k_blocks]
         (w0_g, ws_g, wr_g, b_g, out_g, w0_s, wr_s, b_s, x0_s, ring_x, ring_w, z_s,
-         const_bars, x0_bars, x_bars, w_bars, *scratch) = refs[k_blocks:]
+         const_bars, x0_bars, x_bars, w_bars, x16, *scratch) = refs[k_blocks:]
         for j, (src, dst) in enumerate(((w0_g, w0_s), (wr_g, wr_s), (b_g, b_s))):
             plgpu.copy_gmem_to_smem(src, dst, const_bars.at[j])
         first_tile = lax.axis_index("cta") * per_cta
@@ -141,8 +155,13 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                     step = t * k_blocks + k
                     slot = lax.rem(step, ring)
                     plgpu.barrier_wait(x_bars.at[slot])
+                    x_s = ring_x.at[slot]
+                    if x8:      # the MMA of step - 1 (wgmma_wait below) read the other one
+                        x_s = x16.at[lax.rem(step, 2)]
+                        fp8_tile_to_f16_smem(ring_x.at[slot], x_s, interpret)
+                        plgpu.commit_smem()
                     plgpu.barrier_wait(w_bars.at[slot])
-                    plgpu.wgmma(acc, ring_w.at[slot], transposed(ring_x.at[slot], 1))
+                    plgpu.wgmma(acc, ring_w.at[slot], transposed(x_s, 1))
                     # at most this MMA in flight: step - 1's slot is free for step + ring - 1
                     # (the lowering issues no wait by itself; without this the load could
                     # overwrite operands the previous MMA still reads)
@@ -184,20 +203,23 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, h), jnp.float32),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
-               plgpu.SMEM((ring, tm, 128), dt, transforms=smem_transforms(128)),
-               plgpu.SMEM((ring, h, 128), dt, transforms=smem_transforms(128)),
+               plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
+               plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
                plgpu.Barrier(num_barriers=3), plgpu.Barrier(num_barriers=2),
-               plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring)]
+               plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring),
+               # float16 copies of float8 x_k tiles (one unused row of 8 without float8)
+               plgpu.SMEM((2, tm, 128), jnp.float16, transforms=smem_transforms(
+                   128, jnp.float16)) if x8 else plgpu.SMEM((1, 8), jnp.float16)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
         scratch += [plgpu.SMEM((INPUT_WIDTH, tm), dt, transforms=smem_transforms(tm)),
-                    plgpu.SMEM((128, tm), dt, transforms=smem_transforms(tm))]
+                    plgpu.SMEM((128, tm), wdt, transforms=smem_transforms(tm, wdt))]
     kernel = plgpu.kernel(readout_wgmma_kernel,
                           out_type=jax.ShapeDtypeStruct((h, m_rows), dt),
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    return kernel(x0p.astype(dt), *[x.astype(dt) for x in xs], w0t, wst, wrt, biases)
+    return kernel(x0p.astype(dt), *[x.astype(xdt) for x in xs], w0t, wst, wrt, biases)
 
 
 def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
