@@ -17,6 +17,12 @@ transpose: ``h^T = w0[j]^T x^T`` (the ``x`` tile is read through a transposed vi
 shared-memory buffer), ``m_j^T = w1[j]^T h^T`` (``h^T`` staged in shared memory), both
 with ``M = H`` rows and the tile's rows as columns.
 
+A float8 ``x`` (``pallas_launch.fp8_activations``) is read as float8 and converted to
+float16 in registers (``fp8_tile_as_f16``): the first layers then run rows first, ``h = x
+w0[j]`` with ``x`` as the MMA's register operand and float16 weights, and ``h`` is staged
+rows first for the second layers, which read it through a transposed view. The mixing and
+readout kernels share the conversion helpers here (``fp8_tile_to_f16_smem``).
+
 GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU
 interpreter when asked (``interpret=True``, the tests); the interpreter has no transposed
 MMA operands, so there the ``x`` tile is transposed into a scratch buffer first: the only
