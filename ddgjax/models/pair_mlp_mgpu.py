@@ -200,32 +200,24 @@ def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
     (``h_t``: the interpreter's scratch for it), ``h_s`` channels first. Otherwise
     ``x_regs`` is the float8 tile in registers as float16 and ``h = x w0`` is staged rows
     first, read back through a transposed view (``h_t``: the interpreter's scratch)."""
-    layout = plgpu.Layout.WGMMA
-    if x_regs is None:
+    rows_first = x_regs is not None
+    if rows_first:
+        a, b, shape, axis = x_regs, w0, (tm, h), 1            # h = x w0: [TM, H]
+    else:
         if interpret:
             h_t[...] = x_s[...].T
-            x_t = h_t
-        else:
-            x_t = transposed(x_s)                                 # [C, TM]
+        a, b, shape, axis = w0, h_t if interpret else transposed(x_s), (h, tm), 0  # h^T
 
-        def first_layer(acc):
-            plgpu.wgmma(acc, w0, x_t)
-            return acc[...]
-        ht = pl.run_scoped(first_layer, plgpu.ACC((h, tm), jnp.float32))  # [H, TM]
-        bias = load_vector(b0, layout.reduce(1), interpret)
-        ht = ht + lax.broadcast_in_dim(bias.astype(jnp.float32), (h, tm), [0])
-        h_s[...] = jnp.maximum(ht, NEGATIVE_SLOPE * ht).astype(dt)      # leaky ReLU
-        plgpu.commit_smem()
-        return h_s
-
-    def first_layer_rows(acc):
-        plgpu.wgmma(acc, x_regs, w0)
+    def first_layer(acc):
+        plgpu.wgmma(acc, a, b)
         return acc[...]
-    hr = pl.run_scoped(first_layer_rows, plgpu.ACC((tm, h), jnp.float32))   # [TM, H]
-    bias = load_vector(b0, layout.reduce(0), interpret)
-    hr = hr + lax.broadcast_in_dim(bias.astype(jnp.float32), (tm, h), [1])
-    h_s[...] = jnp.maximum(hr, NEGATIVE_SLOPE * hr).astype(dt)          # leaky ReLU
+    acc = pl.run_scoped(first_layer, plgpu.ACC(shape, jnp.float32))
+    bias = load_vector(b0, plgpu.Layout.WGMMA.reduce(1 - axis), interpret)
+    acc = acc + lax.broadcast_in_dim(bias.astype(jnp.float32), shape, [axis])
+    h_s[...] = jnp.maximum(acc, NEGATIVE_SLOPE * acc).astype(dt)        # leaky ReLU
     plgpu.commit_smem()
+    if not rows_first:
+        return h_s
     if interpret:
         h_t[...] = h_s[...].T
         return h_t
