@@ -63,7 +63,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
       x: ``[M, C]``; prod: ``[H, M]``; wx: ``[C, H]``; wp: ``[H, H]``; b: ``[H]``;
         split_mask: ``[2, M]`` float32 (``split_row_mask``). ``x`` and ``prod`` may each be
         float8 e4m3 (the PPGN's float8 activations): such a tile is converted to float16
-        in shared memory (``fp8_tile_as_f16``) and multiplied with float16 weights.
+        in shared memory (``fp8_tile_to_f16_smem``) and multiplied with float16 weights.
     Returns: ``y^T`` ``[H, M]`` in the dtype of ``x`` (bfloat16 for a float8 ``x``), and
       float32 ``[M / 64, 4, H]``: per
       tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)`` (``w0, w1`` the two masks;
