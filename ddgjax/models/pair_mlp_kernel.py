@@ -35,7 +35,7 @@ from ddgjax.models.common import channel_matmul
 
 NEGATIVE_SLOPE = 0.01
 TILE_ROWS = (128, 64, 32, 16)
-FP8 = jnp.float8_e4m3fn
+FP8 = pair_mlp_mgpu.FP8      # float8 e4m3, the dtype of every float8 tensor here
 FP8_A_SCALE = 8.0   # a power of two: lifts m_0 (scaled by 1/sqrt(n)) out of e4m3's subnormals
 
 

@@ -256,15 +256,14 @@ class PPGNBlockFused(nn.Module):
             c_x = x.shape[-1]
             # float8 activations: x may arrive in float8 (the previous block's output), the
             # product and this block's output leave in it (pallas_launch.fp8_activations)
-            fp8_mode = (pallas_launch.fp8_activations() if cdt == jnp.bfloat16
-                        and pallas_launch.kernel_backend() == "mosaic" else "0")
+            mosaic_bf16 = cdt == jnp.bfloat16 and pallas_launch.kernel_backend() == "mosaic"
+            fp8_mode = pallas_launch.fp8_activations() if mosaic_bf16 else "0"
             fp8_act = fp8_mode == "1"                  # block outputs too, not the product only
             x_in = x if pair_mlp_mgpu.is_fp8(x.dtype) else x.astype(cdt)
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
             pair_args = (x_in.reshape(rows, c_x), stack(k10, k20), stack(b10, b20),
                          stack(k11, k21), stack(b11, b21), scale.reshape(rows))
-            if ((pallas_launch.fp8_product() or fp8_mode != "0")
-                    and pallas_launch.kernel_backend() == "mosaic" and cdt == jnp.bfloat16):
+            if mosaic_bf16 and (pallas_launch.fp8_product() or fp8_mode != "0"):
                 prod = pair_mlp_kernel.pair_product_fp8(*pair_args, x.shape[:3],
                                                         fp8_out=fp8_mode != "0")
             else:
