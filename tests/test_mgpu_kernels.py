@@ -77,44 +77,6 @@ def test_kernel_variants_equal_the_reference(warp_specialized, out_dtype, c):
             np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(p, np.float32))
 
 
-@pytest.mark.parametrize("out_dtype", [None, jnp.float8_e4m3fn])
-def test_pair_schedules_equal_the_plain_warp_specialized_kernel(out_dtype):
-    """Every ``DDGJAX_PAIR_SCHEDULE`` (``pallas_launch.PAIR_SCHEDULES``: warpgroups taking
-    turns on the tensor cores, two output staging tiles) computes what the plain
-    warp-specialized kernel computes, bit for bit, over several tiles per CTA (so the
-    turns and the alternating buffers wrap around); two buffers only for float8 outputs;
-    bad settings are refused by name."""
-    args = pair_mlp_mgpu.random_inputs(pair_mlp_mgpu.TILE_ROWS * 6, seed=5)
-    run = lambda **kw: [np.asarray(m, np.float32) for m in pair_mlp_mgpu.pair_mlps(
-        *args, max_ctas=2, interpret=ON_CPU, out_dtype=out_dtype, warp_specialized=True,
-        **kw)]
-    plain = run()
-    seen = set()
-    for sched in pallas_launch.PAIR_SCHEDULES:
-        opts = pair_mlp_kernel.schedule_options(sched, out_dtype)
-        assert opts["out_buffers"] == (2 if sched.endswith("buffers2") and out_dtype else 1)
-        if sched == "plain" or tuple(opts.items()) in seen:
-            continue
-        seen.add(tuple(opts.items()))
-        for g, p in zip(run(**opts), plain):
-            np.testing.assert_array_equal(g, p)
-    with pytest.raises(ValueError, match="out_buffers must be 1 or 2"):
-        pair_mlp_mgpu.pair_mlps(*args, interpret=ON_CPU, warp_specialized=True, out_buffers=3)
-    with pytest.raises(ValueError, match="warp-specialized"):
-        pair_mlp_mgpu.pair_mlps(*args, interpret=ON_CPU, pingpong=True)
-
-
-def test_pair_schedule_switch(monkeypatch):
-    monkeypatch.delenv("DDGJAX_PAIR_SCHEDULE", raising=False)
-    assert pallas_launch.pair_schedule() == "plain"
-    monkeypatch.setenv("DDGJAX_PAIR_SCHEDULE", " PingPong ")
-    assert pallas_launch.pair_schedule() == "pingpong"
-    assert pallas_launch.trace_settings_record()["pair_schedule"] == "pingpong"
-    monkeypatch.setenv("DDGJAX_PAIR_SCHEDULE", "fast")
-    with pytest.raises(ValueError, match="DDGJAX_PAIR_SCHEDULE"):
-        pallas_launch.pair_schedule()
-
-
 def test_cta_count_and_supported_shapes():
     assert pair_mlp_mgpu.cta_count(57600, 132) == 128
     assert pair_mlp_mgpu.cta_count(7, 132) == 7 and pair_mlp_mgpu.cta_count(133, 132) == 19

@@ -96,27 +96,16 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=
             o_ref[:, rows] = m.T.astype(o_ref.dtype)                 # [H, TM]
 
 
-def schedule_options(schedule: str, out_dtype) -> dict:
-    """``pair_mlp_mgpu.pair_mlps``'s ``pingpong`` and ``out_buffers`` for a
-    ``pallas_launch.pair_schedule`` value; two output buffers only for float8 outputs
-    (bf16 ones do not fit in shared memory twice)."""
-    fp8_out = out_dtype is not None and pair_mlp_mgpu.is_fp8(out_dtype)
-    return {"pingpong": schedule.startswith("pingpong"),
-            "out_buffers": 2 if schedule.endswith("buffers2") and fp8_out else 1}
-
-
 def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
-                    backend: str = "triton", out_dtype=None, warp_specialized: bool = False,
-                    schedule: str = "plain"):
+                    backend: str = "triton", out_dtype=None, warp_specialized: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     if (backend == "mosaic" and not with_hidden
             and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
-        extra = schedule_options(schedule, out_dtype) if warp_specialized else {}
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, out_dtype=out_dtype,
                                        warp_specialized=warp_specialized,
-                                       interpret=jax.default_backend() == "cpu", **extra)
+                                       interpret=jax.default_backend() == "cpu")
     x = pair_mlp_mgpu.exact_bf16(x)                       # the other kernels read bf16
     if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
         return tuple(m.astype(out_dtype) for m in _pallas_forward(
@@ -157,7 +146,7 @@ def hidden_reference(x, w0, b0):
 
 
 def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None,
-                  warp_specialized: bool = False, schedule: str = "plain"):
+                  warp_specialized: bool = False):
     """The kernel call, batched under ``vmap`` by merging the examples' rows; ``backend``
     picks the forward's kernel where no hidden layers are written (``warp_specialized``:
     the Mosaic kernel's variant); ``out_dtype`` (None: the input's) is ``m_0, m_1``'s
@@ -174,7 +163,7 @@ def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None,
     @jax.custom_batching.custom_vmap
     def forward(x, w0, b0, w1, b1, scale):
         return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend, out_dtype,
-                               warp_specialized, schedule)
+                               warp_specialized)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
@@ -249,10 +238,9 @@ def pair_mlps(x, w0, b0, w1, b1, scale):
     return _PAIR_MLPS[_forward_setting()](x, w0, b0, w1, b1, scale)
 
 
-def _forward_setting() -> tuple[str, bool, str]:
+def _forward_setting() -> tuple[str, bool]:
     backend = pallas_launch.kernel_backend()
-    ws = backend == "mosaic" and pallas_launch.pair_warp_specialized()
-    return backend, ws, pallas_launch.pair_schedule() if ws else "plain"
+    return backend, backend == "mosaic" and pallas_launch.pair_warp_specialized()
 
 
 def _fwd(x, w0, b0, w1, b1, scale):
@@ -266,11 +254,11 @@ def _bwd(res, g):
     return (out[0], out[1], out[2].astype(b0.dtype)) + out[3:]
 
 
-def _make_pair_mlps(backend: str, warp_specialized: bool = False, schedule: str = "plain"):
+def _make_pair_mlps(backend: str, warp_specialized: bool = False):
     """One differentiable function per forward kernel (JAX caches what it traces of a
     ``custom_vjp`` by function, so the kernel must not change under one function)."""
     forward = _make_forward(with_hidden=False, backend=backend,
-                            warp_specialized=warp_specialized, schedule=schedule)
+                            warp_specialized=warp_specialized)
 
     @jax.custom_vjp
     def pair_mlps_with(x, w0, b0, w1, b1, scale):
@@ -280,9 +268,8 @@ def _make_pair_mlps(backend: str, warp_specialized: bool = False, schedule: str 
     return pair_mlps_with
 
 
-_PAIR_MLPS = {(backend, ws, sched): _make_pair_mlps(backend, ws, sched)
-              for backend, ws, sched in (("triton", False, "plain"), ("mosaic", False, "plain"))
-              + tuple(("mosaic", True, sched) for sched in pallas_launch.PAIR_SCHEDULES)}
+_PAIR_MLPS = {(backend, ws): _make_pair_mlps(backend, ws)
+              for backend, ws in (("triton", False), ("mosaic", False), ("mosaic", True))}
 
 
 # ---- float8 storage of the pair MLPs' outputs for the per-channel product (sampling) ----
@@ -325,16 +312,14 @@ def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape, fp8_out: bool = Fal
     bf16 path's (``_pair_product_bf16``): float8 is a sampling setting
     (``pallas_launch.fp8_product``)."""
     ws = pallas_launch.pair_warp_specialized()
-    sched = pallas_launch.pair_schedule() if ws else "plain"
-    return _PAIR_PRODUCT_FP8[ws, sched, fp8_out](x, w0, b0, w1, b1, scale,
-                                                 tuple(graphs_shape))
+    return _PAIR_PRODUCT_FP8[ws, fp8_out](x, w0, b0, w1, b1, scale, tuple(graphs_shape))
 
 
-def _make_pair_product_fp8(warp_specialized: bool, schedule: str, fp8_out: bool):
+def _make_pair_product_fp8(warp_specialized: bool, fp8_out: bool):
     """``pair_product_fp8`` with one pair kernel and output dtype (one function per setting:
     ``_make_forward``)."""
     forward = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8,
-                            warp_specialized=warp_specialized, schedule=schedule)
+                            warp_specialized=warp_specialized)
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
     def pair_product(x, w0, b0, w1, b1, scale, graphs_shape):
@@ -358,7 +343,5 @@ def _make_pair_product_fp8(warp_specialized: bool, schedule: str, fp8_out: bool)
     return pair_product
 
 
-_PAIR_PRODUCT_FP8 = {(ws, sched, out8): _make_pair_product_fp8(ws, sched, out8)
-                     for ws, sched in ((False, "plain"),) + tuple(
-                         (True, s) for s in pallas_launch.PAIR_SCHEDULES)
-                     for out8 in (False, True)}
+_PAIR_PRODUCT_FP8 = {(ws, out8): _make_pair_product_fp8(ws, out8)
+                     for ws in (False, True) for out8 in (False, True)}

@@ -192,16 +192,14 @@ def _hidden_scratch(x8: bool, c: int, h: int, tm: int, dt, mlps: int | None):
             plgpu.SMEM(lead + (h, tm), dt, transforms=smem_transforms(tm)))
 
 
-def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret, after_issue=None):
+def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
     """One pair MLP's first layer on a tile, leaky ReLU'd into ``h_s``; returns the ref
     the second layer reads as ``h^T`` ``[H, TM]``.
 
     ``x_regs`` None: ``h^T = w0^T x^T`` with ``x`` through a transposed view of ``x_s``
     (``h_t``: the interpreter's scratch for it), ``h_s`` channels first. Otherwise
     ``x_regs`` is the float8 tile in registers as float16 and ``h = x w0`` is staged rows
-    first, read back through a transposed view (``h_t``: the interpreter's scratch).
-    ``after_issue``: called between issuing the MMA and waiting for it (the warp-specialized
-    kernel's schedule barrier)."""
+    first, read back through a transposed view (``h_t``: the interpreter's scratch)."""
     rows_first = x_regs is not None
     if rows_first:
         a, b, shape, axis = x_regs, w0, (tm, h), 1            # h = x w0: [TM, H]
@@ -212,8 +210,6 @@ def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret, after_issu
 
     def first_layer(acc):
         plgpu.wgmma(acc, a, b)
-        if after_issue is not None:
-            after_issue()
         return acc[...]
     acc = pl.run_scoped(first_layer, plgpu.ACC(shape, jnp.float32))
     bias = load_vector(b0, plgpu.Layout.WGMMA.reduce(1 - axis), interpret)
@@ -230,7 +226,7 @@ def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret, after_issu
 
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
               max_ctas: int | None = None, interpret: bool = False, out_dtype=None,
-              warp_specialized: bool = False, pingpong: bool = False, out_buffers: int = 1):
+              warp_specialized: bool = False):
     """``pair_mlps_reference`` through the kernel.
 
     Args:
@@ -246,18 +242,12 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         warpgroup's epilogue overlaps the other's MMAs (``_pair_mlps_warp_specialized``).
         No faster on an H100 (1.522 against 1.525 ms, round 28); on an H200 1.386 against
         1.48-1.54 ms (round 37).
-      pingpong, out_buffers: the warp-specialized kernel's schedule
-        (``_pair_mlps_warp_specialized``); refused without ``warp_specialized``.
     Returns: ``(m_0, m_1)``, each ``[H, M]`` in ``out_dtype``.
     """
     if warp_specialized:
         return _pair_mlps_warp_specialized(
             x, w0, b0, w1, b1, scale, max_concurrent_steps=max_concurrent_steps,
-            max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype, pingpong=pingpong,
-            out_buffers=out_buffers)
-    if pingpong or out_buffers != 1:
-        raise ValueError("pair_mlps: pingpong and out_buffers are settings of the "
-                         "warp-specialized kernel (warp_specialized=True)")
+            max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype)
     (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
                                                                          out_dtype)
     x8 = is_fp8(x.dtype)
@@ -327,36 +317,19 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
 
 
 def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int,
-                                max_ctas: int | None, interpret: bool, out_dtype=None,
-                                pingpong: bool = False, out_buffers: int = 1):
+                                max_ctas: int | None, interpret: bool, out_dtype=None):
     """``pair_mlps`` with warpgroup ``j`` (of two) computing MLP ``j`` and a third issuing
     the loads. Biases and scales travel in ``x``'s dtype (as the PPGN passes them; the
-    shared memory they save holds the second staging buffer). Same arguments and result.
-
-    ``pingpong``: the two compute warpgroups take turns on the tensor cores, one MMA each,
-    so that one's epilogue runs while the other's MMA does (a schedule barrier both arrive
-    at after issuing each MMA, warpgroup 1 one arrival behind; the pattern of the
-    FlashAttention-3 kernel in JAX's ``attention_mgpu``). ``out_buffers`` 2: each
-    warpgroup alternates two output staging tiles, so a tile's epilogue need not wait for
-    the previous tile's store to be read (shared memory allows it for float8 outputs)."""
+    shared memory they save holds the second staging buffer). Same arguments and result."""
     (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
                                                                          out_dtype)
-    if out_buffers not in (1, 2):
-        raise ValueError(f"pair_mlps: out_buffers must be 1 or 2, got {out_buffers}")
     # row j: MLP j's multiplier of its output's columns (m_0 scaled, m_1 not)
     scales = jnp.stack([scale.astype(dt), jnp.ones((m_rows,), dt)])
     x8 = is_fp8(x.dtype)
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_ws_wgmma_kernel(x_g, w0_g, w1_g, b_g, s_g, o0_g, o1_g,
-                                  w0_s, w1_s, b_s, h_s, o_s, bars, *rest):
-        sched, xt_s = (rest[0], rest[1:]) if pingpong else (None, rest)
-
-        def take_turn():                     # the schedule barrier (pingpong)
-            plgpu.barrier_arrive(sched)
-            plgpu.barrier_wait(sched)
-        after_issue = take_turn if pingpong else None
-
+                                  w0_s, w1_s, b_s, h_s, o_s, bars, *xt_s):
         @pl.when(lax.axis_index("wg") == 0)
         def _load_weights():
             for k, (src, dst) in enumerate(((w0_g, w0_s), (w1_g, w1_s), (b_g, b_s))):
@@ -372,40 +345,31 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
             def _weights_arrived():
                 for k in range(3):
                     plgpu.barrier_wait(bars.at[k])
-            if pingpong:                      # warpgroup 1 starts one turn behind
-                pl.when((i == 0) & (j == 1))(take_turn)
 
             cols = pl.ds((first_tile + i) * tm, tm)
             x_regs = (fp8_tile_as_f16(x_s, interpret, xt_s[1].at[j] if interpret else None)
                       if x8 else None)
             h_t = _first_layer(x_s, x_regs, w0_s.at[j], b_s.at[0, j], h_s.at[j],
-                               xt_s[0].at[j] if interpret else None, tm, h, dt, interpret,
-                               after_issue)
+                               xt_s[0].at[j] if interpret else None, tm, h, dt, interpret)
 
             def second_layer(acc):
                 plgpu.wgmma(acc, w1_s.at[j], h_t)
-                if pingpong:
-                    take_turn()
                 return acc[...]
             mt = pl.run_scoped(second_layer, plgpu.ACC((h, tm), jnp.float32))
             bias = load_vector(b_s.at[1, j], wgmma_layout.reduce(1), interpret)
             sj = load_vector(s_s.at[j], wgmma_layout.reduce(0), interpret)
             mt = (mt + lax.broadcast_in_dim(bias.astype(jnp.float32), (h, tm), [0])) * \
                 lax.broadcast_in_dim(sj.astype(jnp.float32), (h, tm), [1])
-            # the staging tile is free once the store that last read it has read it
-            plgpu.wait_smem_to_gmem(out_buffers - 1, wait_read_only=True)
-            o_t = o_s.at[j] if out_buffers == 1 else o_s.at[j, lax.rem(i, out_buffers)]
-            o_t[...] = mt.astype(odt)
+            plgpu.wait_smem_to_gmem(0, wait_read_only=True)          # last step's copy
+            o_s.at[j][...] = mt.astype(odt)
             plgpu.commit_smem()
             for k, o_g in enumerate((o0_g, o1_g)):
                 @pl.when(j == k)
                 def _store():
-                    plgpu.copy_smem_to_gmem(o_t, o_g.at[:, cols])
+                    plgpu.copy_smem_to_gmem(o_s.at[k], o_g.at[:, cols])
 
             @pl.when(i == per_cta - 1)
             def _drain():
-                if pingpong:                  # the turn warpgroup 1 took first
-                    pl.when(j == 0)(take_turn)
                 plgpu.wait_smem_to_gmem(0)
 
         plgpu.emit_pipeline_warp_specialized(
@@ -421,11 +385,8 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
                plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((2, 2, h), dt),                            # b0; b1
                h_scratch,
-               plgpu.SMEM((2,) + ((out_buffers,) if out_buffers > 1 else ()) + (h, tm), odt,
-                          transforms=smem_transforms(tm, odt)),
+               plgpu.SMEM((2, h, tm), odt, transforms=smem_transforms(tm, odt)),
                plgpu.Barrier(num_barriers=3)]
-    if pingpong:
-        scratch.append(plgpu.Barrier(num_arrivals=2))               # the schedule barrier
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()

@@ -123,23 +123,6 @@ def pair_warp_specialized() -> bool:
     return env_switch("DDGJAX_PAIR_WS", default=True)
 
 
-PAIR_SCHEDULES = ("plain", "pingpong", "buffers2", "pingpong_buffers2")
-
-
-def pair_schedule() -> str:
-    """The warp-specialized pair kernel's schedule (``pair_mlp_mgpu.pair_mlps``'s
-    ``pingpong`` and ``out_buffers``): ``DDGJAX_PAIR_SCHEDULE=plain`` (the default) as
-    round 37 built it; ``pingpong`` the two compute warpgroups take turns on the tensor
-    cores; ``buffers2`` two output staging tiles per warpgroup (float8 outputs only, where
-    shared memory holds them; bf16 outputs keep one); ``pingpong_buffers2`` both. The same
-    results bit for bit. Read when a program is traced."""
-    value = os.environ.get("DDGJAX_PAIR_SCHEDULE", "plain").strip().lower()
-    if value not in PAIR_SCHEDULES:
-        raise ValueError(f"DDGJAX_PAIR_SCHEDULE: expected one of {PAIR_SCHEDULES}, "
-                         f"got {value!r}")
-    return value
-
-
 def fp8_activations_probe() -> bool:
     """Off by default (``DDGJAX_FP8_ACTIVATIONS_PROBE=1`` turns it on): a sample-quality
     probe for float8 activations, not a fast path. Under ``pallas`` each PPGN block rounds
@@ -175,7 +158,6 @@ def fp8_activations() -> str:
 _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout),
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized),
-                   ("pair_schedule", pair_schedule),
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations))
 
