@@ -181,7 +181,6 @@ def test_ppgn_with_the_mosaic_kernels_equals_the_triton_kernels(monkeypatch):
 
 
 @pytest.mark.parametrize("readout, sizes, n_max", [("0", [8, 7, 8, 4], 8),
-                                                  ("1", [8, 7, 8, 4], 8),
                                                   ("1", [12, 9, 11, 5], 12)])
 def test_mosaic_ppgn_under_vmap_equals_the_batched_call(monkeypatch, readout, sizes, n_max):
     """The per-graph (vmapped) call, as the completion sampler makes it, merges the graphs'
