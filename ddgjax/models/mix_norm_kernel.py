@@ -95,13 +95,15 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nod
             s_ref[t, 2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
-def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton"):
+def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton",
+                    fp8_weights: bool = False):
     m_rows, c = x.shape
     hidden = wx.shape[-1]
     if (backend == "mosaic" and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden)):
-        return mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq,
-                                            interpret=jax.default_backend() == "cpu")
+        return mix_norm_mgpu.mix_with_stats(
+            x, prod, wx, wp, b, row_mask, nodes_sq, interpret=jax.default_backend() == "cpu",
+            fp8_weights=fp8_weights and pair_mlp_mgpu.is_fp8(x.dtype))
     x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))   # the others read bf16
     if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
         return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
@@ -156,11 +158,12 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
 
 
 @functools.lru_cache(maxsize=None)
-def _make(nodes_sq: int, backend: str = "triton"):
+def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False):
     """The differentiable kernel call: ``backend``'s forward where nothing differentiates
     it, Triton's in the gradient's forward (the Mosaic kernel's transposed ``y`` made the
-    bf16 train step slower: 13.81 against 13.41 ms on an H200, round 28)."""
-    primal = _make_forward(nodes_sq, backend)
+    bf16 train step slower: 13.81 against 13.41 ms on an H200, round 28). ``fp8_weights``:
+    the Mosaic kernel stores ``wx`` in float8 for a float8 ``x`` (``mix_with_stats``)."""
+    primal = _make_forward(nodes_sq, backend, fp8_weights)
     forward = _make_forward(nodes_sq, "triton")
 
     @jax.custom_vjp
@@ -179,11 +182,11 @@ def _make(nodes_sq: int, backend: str = "triton"):
 
 
 @functools.lru_cache(maxsize=None)
-def _make_forward(nodes_sq: int, backend: str):
+def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False):
     """The kernel call, batched under ``vmap`` by merging the examples' rows."""
     @jax.custom_batching.custom_vmap
     def forward(x, prod, wx, wp, b, row_mask):
-        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend)
+        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend, fp8_weights)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, prod, wx, wp, b, row_mask):
@@ -204,6 +207,10 @@ def _make_forward(nodes_sq: int, backend: str):
     return forward
 
 
-def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int):
-    """``mix_with_stats_reference`` through the kernel (arguments and results as there)."""
-    return _make(nodes_sq, pallas_launch.kernel_backend())(x, prod, wx, wp, b, row_mask)
+def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, fp8_weights: bool = False):
+    """``mix_with_stats_reference`` through the kernel (arguments and results as there).
+    ``fp8_weights``: under ``mosaic``, a float8 ``x`` is multiplied by ``wx`` stored in
+    float8 (``mix_norm_mgpu.mix_with_partial_sums``); the caller passes ``wx`` rounded
+    already (``pair_mlp_mgpu.round_weights_to_fp8``), so every path computes the same."""
+    return _make(nodes_sq, pallas_launch.kernel_backend(), fp8_weights)(
+        x, prod, wx, wp, b, row_mask)

@@ -31,7 +31,7 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_tile_to_f16_smem, is_fp8,
                                          load_vector, sm_count, smem_transforms, tile_plan,
-                                         transposed)
+                                         to_fp8_columns, transposed)
 
 
 
@@ -56,7 +56,7 @@ def split_row_mask(row_mask, nodes_sq: int, tm: int = TILE_ROWS):
 
 def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_steps: int = 3,
                           max_ctas: int | None = None, interpret: bool = False,
-                          stats: bool = True):
+                          stats: bool = True, fp8_weights: bool = False):
     """The kernel.
 
     Args:
@@ -69,6 +69,12 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
       tile ``sum(d w0), sum(d^2 w0), sum(d w1), sum(d^2 w1)`` (``w0, w1`` the two masks;
       zeros without ``stats``, a diagnostic).
 
+    ``fp8_weights`` (a float8 ``x`` only): ``wx`` is stored in float8 too, ``wx / s`` with
+    power-of-two scales per output channel (``to_fp8_columns``), and ``x``'s product is a
+    float8 x float8 MMA with no conversion; ``wp / s`` (exact) joins the same accumulator,
+    which is scaled by ``s``: ``mix_with_stats_reference`` with ``wx`` rounded by
+    ``pair_mlp_mgpu.round_weights_to_fp8``.
+
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and
     its quad). The untransposed form, ``y = x wx + prod^T wp`` with sums down the columns
@@ -76,10 +82,13 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     2.05 on an H200 at 1024 x 3600 rows (docs/benchmarks.md, round 28) and was removed.
     """
     m_rows, c = x.shape
-    x8, p8 = is_fp8(x.dtype), is_fp8(prod.dtype)
+    if fp8_weights and not is_fp8(x.dtype):
+        raise ValueError("mix_norm_mgpu: fp8_weights needs a float8 x")
+    w8 = fp8_weights
+    x8, p8 = is_fp8(x.dtype) and not w8, is_fp8(prod.dtype)        # converted on chip
     h, tm = wx.shape[-1], TILE_ROWS
-    dt = jnp.dtype(jnp.bfloat16) if x8 else x.dtype                 # y's dtype
-    xdt = jnp.dtype(jnp.float16) if x8 else dt                      # the MMAs' operands
+    dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype    # y's dtype
+    xdt = (x.dtype if w8 else jnp.dtype(jnp.float16) if x8 else dt)  # the MMAs' operands
     pdt = jnp.dtype(jnp.float16) if p8 else dt
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "mix_norm_mgpu")
 
@@ -117,7 +126,11 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                 plgpu.wgmma(acc, wp_s, p_s)
                 return acc[...]
             d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
-            bias = load_vector(b_s, plgpu.Layout.WGMMA.reduce(1), interpret)   # [H]
+            if w8:                                                # float8 weights' scales
+                col = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
+                d = d * lax.broadcast_in_dim(col, shape, [0])
+            bias = load_vector(b_s.at[0] if w8 else b_s, plgpu.Layout.WGMMA.reduce(1),
+                               interpret)                                  # [H]
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
             y_s[...] = (d + lax.broadcast_in_dim(bias, shape, [0])).astype(dt)
             plgpu.commit_smem()
@@ -147,7 +160,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         transforms=smem_transforms(cols, jnp.float16) if on else ())
     scratch = [plgpu.SMEM((h, c), xdt, transforms=smem_transforms(c, xdt)),   # wx^T
                plgpu.SMEM((h, h), pdt, transforms=smem_transforms(h, pdt)),   # wp^T
-               plgpu.SMEM((h,), jnp.float32),
+               plgpu.SMEM((2, h) if w8 else (h,), jnp.float32),            # b (; scales)
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),       # y^T staging
                plgpu.Barrier(num_barriers=3),
                f16_tile(tm, c, x8), f16_tile(h, tm, p8)]
@@ -160,8 +173,14 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         out_type=[jax.ShapeDtypeStruct((h, m_rows), dt),
                   jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    y, partial = kernel(x, prod if p8 else prod.astype(dt), wx.T.astype(xdt),
-                        wp.T.astype(pdt), b.astype(jnp.float32), split_mask[0], split_mask[1])
+    if w8:
+        wx8, col = to_fp8_columns(wx)
+        wxt, wpt = wx8.T, (wp.astype(jnp.float32) / col).T.astype(pdt)
+        vectors = jnp.stack([b.astype(jnp.float32), col])
+    else:
+        wxt, wpt, vectors = wx.T.astype(xdt), wp.T.astype(pdt), b.astype(jnp.float32)
+    y, partial = kernel(x, prod if p8 else prod.astype(dt), wxt, wpt, vectors,
+                        split_mask[0], split_mask[1])
     if not stats:
         partial = jnp.zeros_like(partial)
     return y, partial

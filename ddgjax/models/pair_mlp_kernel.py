@@ -97,15 +97,18 @@ def _kernel(x_ref, w0_ref, b0_ref, w1_ref, b1_ref, s_ref, o0_ref, o1_ref, h_ref=
 
 
 def _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden: bool = False,
-                    backend: str = "triton", out_dtype=None, warp_specialized: bool = False):
+                    backend: str = "triton", out_dtype=None, warp_specialized: bool = False,
+                    fp8_weights: bool = False):
     m_rows, c = x.shape
     hidden = w0.shape[-1]
     if (backend == "mosaic" and not with_hidden
             and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and pair_mlp_mgpu.supported(m_rows, c, hidden)):
+        w8 = fp8_weights and warp_specialized and pair_mlp_mgpu.is_fp8(x.dtype)
         return pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, out_dtype=out_dtype,
                                        warp_specialized=warp_specialized,
-                                       interpret=jax.default_backend() == "cpu")
+                                       interpret=jax.default_backend() == "cpu",
+                                       fp8_weights=w8)
     x = pair_mlp_mgpu.exact_bf16(x)                       # the other kernels read bf16
     if out_dtype is not None and jnp.dtype(out_dtype) != x.dtype:
         return tuple(m.astype(out_dtype) for m in _pallas_forward(
@@ -146,7 +149,7 @@ def hidden_reference(x, w0, b0):
 
 
 def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None,
-                  warp_specialized: bool = False):
+                  warp_specialized: bool = False, fp8_weights: bool = False):
     """The kernel call, batched under ``vmap`` by merging the examples' rows; ``backend``
     picks the forward's kernel where no hidden layers are written (``warp_specialized``:
     the Mosaic kernel's variant); ``out_dtype`` (None: the input's) is ``m_0, m_1``'s
@@ -163,7 +166,7 @@ def _make_forward(with_hidden: bool, backend: str = "triton", out_dtype=None,
     @jax.custom_batching.custom_vmap
     def forward(x, w0, b0, w1, b1, scale):
         return _pallas_forward(x, w0, b0, w1, b1, scale, with_hidden, backend, out_dtype,
-                               warp_specialized)
+                               warp_specialized, fp8_weights)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, w0, b0, w1, b1, scale):
@@ -297,7 +300,8 @@ def _pair_product_bf16(x, w0, b0, w1, b1, scale, graphs_shape):
     return channel_matmul(m0.reshape(shape), m1.reshape(shape))
 
 
-def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape, fp8_out: bool = False):
+def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape, fp8_out: bool = False,
+                     fp8_weights: bool = False):
     """A PPGN block's pair MLPs and per-channel product, ``m_0, m_1`` stored in float8.
 
     Args: ``x, w0, b0, w1, b1, scale`` as ``pair_mlps`` (``x`` ``[M, C]`` bf16 with
@@ -310,16 +314,20 @@ def pair_product_fp8(x, w0, b0, w1, b1, scale, graphs_shape, fp8_out: bool = Fal
     Triton kernel's bf16 outputs are cast) and ``product_from_fp8`` reads them: a third
     fewer bytes than the bf16 path for the kernel and the product. The gradient is the
     bf16 path's (``_pair_product_bf16``): float8 is a sampling setting
-    (``pallas_launch.fp8_product``)."""
+    (``pallas_launch.fp8_product``). ``fp8_weights``: a float8 ``x`` is multiplied by
+    ``w0`` stored in float8 (``pair_mlp_mgpu.pair_mlps``, warp-specialized kernel only);
+    the caller passes ``w0`` rounded already (``pair_mlp_mgpu.round_weights_to_fp8``), so
+    every path computes the same."""
     ws = pallas_launch.pair_warp_specialized()
-    return _PAIR_PRODUCT_FP8[ws, fp8_out](x, w0, b0, w1, b1, scale, tuple(graphs_shape))
+    return _PAIR_PRODUCT_FP8[ws, fp8_out, fp8_weights](x, w0, b0, w1, b1, scale,
+                                                       tuple(graphs_shape))
 
 
-def _make_pair_product_fp8(warp_specialized: bool, fp8_out: bool):
+def _make_pair_product_fp8(warp_specialized: bool, fp8_out: bool, fp8_weights: bool = False):
     """``pair_product_fp8`` with one pair kernel and output dtype (one function per setting:
     ``_make_forward``)."""
     forward = _make_forward(with_hidden=False, backend="mosaic", out_dtype=FP8,
-                            warp_specialized=warp_specialized)
+                            warp_specialized=warp_specialized, fp8_weights=fp8_weights)
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
     def pair_product(x, w0, b0, w1, b1, scale, graphs_shape):
@@ -343,5 +351,5 @@ def _make_pair_product_fp8(warp_specialized: bool, fp8_out: bool):
     return pair_product
 
 
-_PAIR_PRODUCT_FP8 = {(ws, out8): _make_pair_product_fp8(ws, out8)
-                     for ws in (False, True) for out8 in (False, True)}
+_PAIR_PRODUCT_FP8 = {(ws, out8, w8): _make_pair_product_fp8(ws, out8, w8)
+                     for ws in (False, True) for out8 in (False, True) for w8 in (False, True)}

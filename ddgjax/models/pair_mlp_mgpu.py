@@ -123,6 +123,33 @@ def to_fp8_saturated(x):
     return jnp.clip(x, -limit, limit).astype(FP8)
 
 
+def fp8_column_scales(w):
+    """Per-output-column scales for storing ``w`` ``[..., K, N]`` in float8 e4m3: powers of
+    two ``s [..., N]`` with ``max_k |w[k, n]| / s`` in ``(224, 448]`` (1 for an all-zero
+    column), so that ``w / s`` uses the top of e4m3's range and multiplying by ``s`` is
+    exact in any float format. float32."""
+    top = jnp.max(jnp.abs(w.astype(jnp.float32)), axis=-2)
+    limit = float(jnp.finfo(FP8).max)
+    exponent = jnp.ceil(jnp.log2(jnp.where(top > 0, top / limit, 1.0)))
+    # (ldexp: exp2 of an integer is not exact on every backend)
+    return jnp.ldexp(jnp.ones_like(top), exponent.astype(jnp.int32))
+
+
+def to_fp8_columns(w):
+    """``w`` ``[..., K, N]`` as float8 e4m3 values and their column scales:
+    ``(to_fp8_saturated(w / s), s)`` with ``s = fp8_column_scales(w)`` ``[..., N]``."""
+    scale = fp8_column_scales(w)
+    return to_fp8_saturated(w.astype(jnp.float32) / scale[..., None, :]), scale
+
+
+def round_weights_to_fp8(w):
+    """``w`` rounded as ``to_fp8_columns`` stores it, back in float32: the weights a kernel
+    with float8 weights multiplies by. Rounding again changes nothing (the scales are
+    powers of two), so a kernel given these weights stores exactly these values."""
+    w8, scale = to_fp8_columns(w)
+    return w8.astype(jnp.float32) * scale[..., None, :]
+
+
 def exact_bf16(x):
     """A float8 array as bfloat16 (exact: every e4m3 value is a bfloat16 value); any other
     array as it is. What the XLA references and the Triton kernels read."""
@@ -163,43 +190,53 @@ def fp8_tile_to_f16_smem(src, dst, interpret: bool) -> None:
     dst[...] = tile.astype(jnp.float16)
 
 
-def _kernel_plan(x, w0, w1, max_ctas, out_dtype):
+def _kernel_plan(x, w0, w1, max_ctas, out_dtype, fp8_weights: bool = False):
     """What both pair kernels derive from their arguments: the sizes ``(M, C, H)``, the
     compute and output dtypes, the tile rows, the CTA plan (``tile_plan``) and the weights
     transposed for the ``w^T x^T`` products (``[2, H, C]``, ``[2, H, H]``). For a float8
     ``x`` the compute dtype is bfloat16 and the first layers' weights are float16 as they
     lie, ``[2, C, H]``: the first products are ``x w0[j]`` with ``x`` in registers
-    (``fp8_tile_as_f16``)."""
+    (``fp8_tile_as_f16``); with ``fp8_weights`` they are float8 ``w0[j] / s0[j]``,
+    transposed (``[2, H, C]``, ``to_fp8_columns``' column scales ``s0`` ``[2, H]``), for
+    float8 x float8 products ``h^T = w0^T x^T``."""
     m_rows, c = x.shape
     dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype
     _, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
-    w0k = (w0.astype(jnp.float16) if is_fp8(x.dtype)
-           else jnp.swapaxes(w0, 1, 2).astype(dt))
+    if fp8_weights:
+        w0k = jnp.swapaxes(to_fp8_columns(w0)[0], 1, 2)
+    else:
+        w0k = (w0.astype(jnp.float16) if is_fp8(x.dtype)
+               else jnp.swapaxes(w0, 1, 2).astype(dt))
     return (m_rows, c, w0.shape[-1], dt, TILE_ROWS, jnp.dtype(out_dtype or dt), ctas, per_cta,
             w0k, jnp.swapaxes(w1, 1, 2).astype(dt))
 
 
-def _hidden_scratch(x8: bool, c: int, h: int, tm: int, dt, mlps: int | None):
+def _hidden_scratch(x8: bool, c: int, h: int, tm: int, dt, mlps: int | None,
+                    w0_dtype=None):
     """Shared memory of the first layers' weights and of the hidden layers (``mlps``
     staging buffers, or one where None): channels first ``[H, TM]`` behind ``w0^T``
-    ``[H, C]``, or, for a float8 ``x``, rows first ``[TM, H]`` behind float16 ``w0``
+    ``[H, C]`` (in ``w0_dtype``, default ``dt``: float8 for float8 weights), or, for a
+    float8 ``x`` with float16 weights, rows first ``[TM, H]`` behind float16 ``w0``
     ``[C, H]`` (read through a transposed view by the second layer)."""
     lead = () if mlps is None else (mlps,)
     if x8:
         return (plgpu.SMEM((2, c, h), jnp.float16, transforms=smem_transforms(h, jnp.float16)),
                 plgpu.SMEM(lead + (tm, h), dt, transforms=smem_transforms(h)))
-    return (plgpu.SMEM((2, h, c), dt, transforms=smem_transforms(c)),
+    wdt = w0_dtype or dt
+    return (plgpu.SMEM((2, h, c), wdt, transforms=smem_transforms(c, wdt)),
             plgpu.SMEM(lead + (h, tm), dt, transforms=smem_transforms(tm)))
 
 
-def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
+def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret, w0_scale=None):
     """One pair MLP's first layer on a tile, leaky ReLU'd into ``h_s``; returns the ref
     the second layer reads as ``h^T`` ``[H, TM]``.
 
     ``x_regs`` None: ``h^T = w0^T x^T`` with ``x`` through a transposed view of ``x_s``
     (``h_t``: the interpreter's scratch for it), ``h_s`` channels first. Otherwise
     ``x_regs`` is the float8 tile in registers as float16 and ``h = x w0`` is staged rows
-    first, read back through a transposed view (``h_t``: the interpreter's scratch)."""
+    first, read back through a transposed view (``h_t``: the interpreter's scratch).
+    ``w0_scale``: None, or the ``[H]`` column scales of float8 weights ``w0``, applied to
+    the accumulator before the bias."""
     rows_first = x_regs is not None
     if rows_first:
         a, b, shape, axis = x_regs, w0, (tm, h), 1            # h = x w0: [TM, H]
@@ -212,6 +249,9 @@ def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
         plgpu.wgmma(acc, a, b)
         return acc[...]
     acc = pl.run_scoped(first_layer, plgpu.ACC(shape, jnp.float32))
+    if w0_scale is not None:
+        col = load_vector(w0_scale, plgpu.Layout.WGMMA.reduce(1 - axis), interpret)
+        acc = acc * lax.broadcast_in_dim(col.astype(jnp.float32), shape, [axis])
     bias = load_vector(b0, plgpu.Layout.WGMMA.reduce(1 - axis), interpret)
     acc = acc + lax.broadcast_in_dim(bias.astype(jnp.float32), shape, [axis])
     h_s[...] = jnp.maximum(acc, NEGATIVE_SLOPE * acc).astype(dt)        # leaky ReLU
@@ -226,7 +266,7 @@ def _first_layer(x_s, x_regs, w0, b0, h_s, h_t, tm, h, dt, interpret):
 
 def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
               max_ctas: int | None = None, interpret: bool = False, out_dtype=None,
-              warp_specialized: bool = False):
+              warp_specialized: bool = False, fp8_weights: bool = False):
     """``pair_mlps_reference`` through the kernel.
 
     Args:
@@ -242,12 +282,21 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
         warpgroup's epilogue overlaps the other's MMAs (``_pair_mlps_warp_specialized``).
         No faster on an H100 (1.522 against 1.525 ms, round 28); on an H200 1.386 against
         1.48-1.54 ms (round 37).
+      fp8_weights: (a float8 ``x`` and ``warp_specialized`` only) the first layers' weights
+        are stored in float8 too, ``w0[j] / s0[j]`` with power-of-two scales per output
+        channel (``to_fp8_columns``), and the first products are float8 x float8 MMAs
+        (``h^T = w0^T x^T``, no conversion), scaled by ``s0`` before the bias: the result
+        is ``pair_mlps_reference`` with ``w0`` rounded by ``round_weights_to_fp8``.
     Returns: ``(m_0, m_1)``, each ``[H, M]`` in ``out_dtype``.
     """
+    if fp8_weights and not (warp_specialized and is_fp8(x.dtype)):
+        raise ValueError("pair_mlps: fp8_weights needs a float8 x and the warp-specialized "
+                         "kernel (warp_specialized=True)")
     if warp_specialized:
         return _pair_mlps_warp_specialized(
             x, w0, b0, w1, b1, scale, max_concurrent_steps=max_concurrent_steps,
-            max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype)
+            max_ctas=max_ctas, interpret=interpret, out_dtype=out_dtype,
+            fp8_weights=fp8_weights)
     (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
                                                                          out_dtype)
     x8 = is_fp8(x.dtype)
@@ -317,15 +366,18 @@ def pair_mlps(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int = 2,
 
 
 def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_steps: int,
-                                max_ctas: int | None, interpret: bool, out_dtype=None):
+                                max_ctas: int | None, interpret: bool, out_dtype=None,
+                                fp8_weights: bool = False):
     """``pair_mlps`` with warpgroup ``j`` (of two) computing MLP ``j`` and a third issuing
     the loads. Biases and scales travel in ``x``'s dtype (as the PPGN passes them; the
-    shared memory they save holds the second staging buffer). Same arguments and result."""
-    (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(x, w0, w1, max_ctas,
-                                                                         out_dtype)
+    shared memory they save holds the second staging buffer; float8 weights' column scales
+    too: powers of two, exact in it). Same arguments and result."""
+    (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(
+        x, w0, w1, max_ctas, out_dtype, fp8_weights)
     # row j: MLP j's multiplier of its output's columns (m_0 scaled, m_1 not)
     scales = jnp.stack([scale.astype(dt), jnp.ones((m_rows,), dt)])
-    x8 = is_fp8(x.dtype)
+    w8 = fp8_weights
+    x8 = is_fp8(x.dtype) and not w8        # float8 x converted to float16 on chip
     wgmma_layout = plgpu.Layout.WGMMA
 
     def pair_mlps_ws_wgmma_kernel(x_g, w0_g, w1_g, b_g, s_g, o0_g, o1_g,
@@ -350,7 +402,8 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
             x_regs = (fp8_tile_as_f16(x_s, interpret, xt_s[1].at[j] if interpret else None)
                       if x8 else None)
             h_t = _first_layer(x_s, x_regs, w0_s.at[j], b_s.at[0, j], h_s.at[j],
-                               xt_s[0].at[j] if interpret else None, tm, h, dt, interpret)
+                               xt_s[0].at[j] if interpret else None, tm, h, dt, interpret,
+                               b_s.at[2, j] if w8 else None)
 
             def second_layer(acc):
                 plgpu.wgmma(acc, w1_s.at[j], h_t)
@@ -380,23 +433,28 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
             max_concurrent_steps=max_concurrent_steps)(x_g, s_g)
 
     options = {}
-    w0_scratch, h_scratch = _hidden_scratch(x8, c, h, tm, dt, 2)
+    w0_scratch, h_scratch = _hidden_scratch(x8, c, h, tm, dt, 2, x.dtype if w8 else None)
+    vectors = [b0, b1] + ([to_fp8_columns(w0)[1]] if w8 else [])   # b0; b1; float8 scales
     scratch = [w0_scratch,
                plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((2, 2, h), dt),                            # b0; b1
+               plgpu.SMEM((len(vectors), 2, h), dt),
                h_scratch,
                plgpu.SMEM((2, h, tm), odt, transforms=smem_transforms(tm, odt)),
                plgpu.Barrier(num_barriers=3)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
-        scratch.append(plgpu.SMEM((2, h if x8 else c, tm), dt, transforms=smem_transforms(tm)))
+        # the transposed operand: x^T [C, TM] (float8 with float8 weights), or h^T [H, TM]
+        # for a float8 x with float16 weights
+        tdt = x.dtype if w8 else dt
+        scratch.append(plgpu.SMEM((2, h if x8 else c, tm), tdt,
+                                  transforms=smem_transforms(tm, tdt)))
         scratch.append(plgpu.SMEM((2, tm, c), jnp.float16))    # fp8_tile_as_f16's staging
     kernel = plgpu.kernel(pair_mlps_ws_wgmma_kernel,
                           out_type=[jax.ShapeDtypeStruct((h, m_rows), odt)] * 2,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",),
                           num_threads=3, thread_name="wg", **options)
-    out = kernel(x, w0t, w1t, jnp.stack([b0, b1]).astype(dt), scales)
+    out = kernel(x, w0t, w1t, jnp.stack(vectors).astype(dt), scales)
     return tuple(out)
 
 

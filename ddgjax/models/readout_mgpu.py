@@ -33,8 +33,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_tile_to_f16_smem, is_fp8,
-                                         load_vector, sm_count, smem_transforms, tile_plan)
+from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_column_scales,
+                                         fp8_tile_to_f16_smem, is_fp8, load_vector, sm_count,
+                                         smem_transforms, tile_plan, to_fp8_saturated)
 from ddgjax.models.pair_mlp_mgpu import transposed as transposed_view
 
 NEGATIVE_SLOPE = 0.01
@@ -81,32 +82,48 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
-            interpret: bool = False, tile_rows: int = TILE_ROWS):
+            interpret: bool = False, tile_rows: int = TILE_ROWS, fp8_weights: bool = False):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
     zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128). Float8 ``xs``
     (all or none) stream as float8 and are converted to float16 in shared memory
     (``fp8_tile_to_f16_smem``, two buffers: the MMA of one step reads one while the next
-    step's tile is converted into the other), multiplied with float16 ``ws``."""
+    step's tile is converted into the other), multiplied with float16 ``ws``.
+
+    ``fp8_weights`` (float8 ``xs`` only): ``ws`` are stored in float8 too, ``ws / s`` with
+    one power-of-two scale per output channel over all blocks (``fp8_column_scales`` of
+    ``ws`` as ``[K * 128, H]``), and the block terms are float8 x float8 MMAs with no
+    conversion; the accumulator is scaled by ``s`` before the bias (``w_0 / s``, exact,
+    joins it in bf16). The result is ``readout_reference`` with ``ws`` rounded as
+    ``pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, H))`` rounds them."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
     x8 = bool(xs) and is_fp8(xs[0].dtype)
     if any(is_fp8(x.dtype) != x8 for x in xs):
         raise ValueError("readout_mgpu: the block outputs must be all float8 or none")
+    if fp8_weights and not x8:
+        raise ValueError("readout_mgpu: fp8_weights needs float8 block outputs")
+    w8 = fp8_weights                                  # float8 x float8 MMAs, no conversion
     if x8 and tm != TILE_ROWS:
         raise ValueError(f"readout_mgpu: float8 block outputs take tile_rows={TILE_ROWS} "
                          f"(their float16 copies do not fit shared memory at {tm})")
     xdt = jnp.dtype(jnp.float8_e4m3fn) if x8 else dt               # ring_x's dtype
-    wdt = jnp.dtype(jnp.float16) if x8 else dt                     # ring_w's, the MMA's
+    wdt = xdt if w8 else jnp.dtype(jnp.float16) if x8 else dt      # ring_w's, the MMA's
     if tm not in RINGS:
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
     ring = RINGS[tm]
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
+    # the accumulator's scale per output channel (float8 weights), else 1
+    scale = (fp8_column_scales(ws.reshape(-1, h)) if w8
+             else jnp.ones((h,), jnp.float32))                                # [H]
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
-    w0t = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).T.astype(dt)           # [H, 16]
-    wst = jnp.swapaxes(ws, 1, 2).astype(wdt)                                  # [K, H, 128]
+    w0t = (jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).astype(jnp.float32)
+           / scale).T.astype(dt)                                             # [H, 16]
+    wst = jnp.swapaxes(to_fp8_saturated(ws.astype(jnp.float32) / scale) if w8 else ws,
+                       1, 2).astype(wdt)                                      # [K, H, 128]
     wrt = wr.T.astype(dt)                                                     # [H, H]
-    biases = jnp.stack([b, br]).astype(jnp.float32)                           # [2, H]
+    biases = jnp.stack([b.astype(jnp.float32), br.astype(jnp.float32),
+                        scale])                                               # [3, H]
     steps = per_cta * k_blocks
 
     def readout_wgmma_kernel(x0_g, *refs):
@@ -156,7 +173,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                     slot = lax.rem(step, ring)
                     plgpu.barrier_wait(x_bars.at[slot])
                     x_s = ring_x.at[slot]
-                    if x8:      # the MMA of step - 1 (wgmma_wait below) read the other one
+                    if x8 and not w8:  # step - 1's MMA (wgmma_wait below) read the other one
                         x_s = x16.at[lax.rem(step, 2)]
                         fp8_tile_to_f16_smem(ring_x.at[slot], x_s, interpret)
                         plgpu.commit_smem()
@@ -175,6 +192,9 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                 return acc[...]
 
             z = pl.run_scoped(accumulate, plgpu.ACC((h, tm), jnp.float32))      # [H, TM]
+            if w8:
+                zscale = load_vector(b_s.at[2], plgpu.Layout.WGMMA.reduce(1), interpret)
+                z = z * lax.broadcast_in_dim(zscale, (h, tm), [0])
             bias = load_vector(b_s.at[0], plgpu.Layout.WGMMA.reduce(1), interpret)
             z = z + lax.broadcast_in_dim(bias, (h, tm), [0])
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)      # z_s: last tile's copy read
@@ -201,7 +221,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     options = {}
     scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((2, h), jnp.float32),
+               plgpu.SMEM((3, h), jnp.float32),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
                plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
@@ -210,7 +230,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring),
                # float16 copies of float8 x_k tiles (one unused row of 8 without float8)
                plgpu.SMEM((2, tm, 128), jnp.float16, transforms=smem_transforms(
-                   128, jnp.float16)) if x8 else plgpu.SMEM((1, 8), jnp.float16)]
+                   128, jnp.float16)) if x8 and not w8 else plgpu.SMEM((1, 8), jnp.float16)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
