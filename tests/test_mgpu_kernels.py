@@ -485,6 +485,76 @@ def test_readout_kernel_reads_float8_activations():
         readout_mgpu.readout(x0, xs8, w0, ws, b, wr, br, interpret=ON_CPU, tile_rows=128)
 
 
+def test_fp8_weights_round_to_powers_of_two_scales_and_are_stable():
+    """``to_fp8_columns``: one power-of-two scale per output column that puts the column's
+    largest entry in (224, 448]; all-zero columns get 1; rounding rounded weights again
+    changes nothing (what lets the model round and the kernels store the same values)."""
+    w = jax.random.normal(jax.random.key(3), (2, 64, 32)) * jnp.logspace(-4, 2, 32)
+    w = w.at[1, :, 7].set(0.0)
+    w8, scale = pair_mlp_mgpu.to_fp8_columns(w)
+    assert w8.dtype == F8 and scale.shape == (2, 32)
+    mantissa, _ = np.frexp(np.asarray(scale))
+    np.testing.assert_array_equal(mantissa, 0.5)                        # powers of two
+    top = np.abs(np.asarray(w)).max(axis=-2) / np.asarray(scale)
+    assert (top[np.asarray(scale) != 1.0] > 224).all() and (top <= 448).all()
+    assert float(scale[1, 7]) == 1.0
+    q = pair_mlp_mgpu.round_weights_to_fp8(w)
+    np.testing.assert_array_equal(np.asarray(pair_mlp_mgpu.round_weights_to_fp8(q)),
+                                  np.asarray(q))
+    np.testing.assert_array_equal(np.asarray(q), np.asarray(
+        w8.astype(jnp.float32) * scale[:, None, :]))
+    assert 5e-3 < _rel(q, w) < 5e-2                                      # e4m3's rounding
+
+
+@pytest.mark.parametrize("kernel", ["pair", "mix", "readout"])
+def test_kernels_with_float8_weights_equal_the_reference_with_rounded_weights(kernel):
+    """``fp8_weights=True``: float8 block outputs multiplied by float8 weights (power-of-two
+    column scales) in float8 x float8 MMAs. Each kernel equals its float32 reference with
+    those weights rounded (``round_weights_to_fp8``; the readout's over all blocks) to bf16
+    precision, and differs from the unrounded weights' by about e4m3's rounding. Without
+    float8 inputs the setting is refused by name."""
+    f32 = lambda v: v.astype(jnp.float32)
+    rnd = pair_mlp_mgpu.round_weights_to_fp8
+    if kernel == "pair":
+        x, w0, b0, w1, b1, scale = pair_mlp_mgpu.random_inputs(64 * 2, seed=21)
+        x8 = pair_mlp_mgpu.to_fp8_saturated(x * 3)
+        got = pair_mlp_mgpu.pair_mlps(x8, w0, b0, w1, b1, scale, max_ctas=1,
+                                      interpret=ON_CPU, warp_specialized=True,
+                                      fp8_weights=True)
+        ref = lambda w: pair_mlp_kernel.pair_mlps_reference(f32(x8), w, *(
+            f32(v) for v in (b0, w1, b1, scale)))
+        want, unrounded = ref(rnd(w0)), ref(f32(w0))
+        with pytest.raises(ValueError, match="fp8_weights needs a float8 x"):
+            pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, interpret=ON_CPU,
+                                    warp_specialized=True, fp8_weights=True)
+    elif kernel == "mix":
+        x, prod, wx, wp, b, mask = mix_norm_mgpu.random_inputs(2, 64, seed=22)
+        x8, p8 = (pair_mlp_mgpu.to_fp8_saturated(v) for v in (x * 2, prod))
+        got = mix_norm_mgpu.mix_with_stats(x8, p8, wx, wp, b, mask, 64, max_ctas=1,
+                                           interpret=ON_CPU, fp8_weights=True)
+        ref = lambda w: mix_norm_kernel.mix_with_stats_reference(
+            f32(x8), f32(p8), w, f32(wp), f32(b), f32(mask), 64)
+        want, unrounded = ref(rnd(wx)), ref(f32(wx))
+        with pytest.raises(ValueError, match="fp8_weights needs a float8 x"):
+            mix_norm_mgpu.mix_with_stats(x, p8, wx, wp, b, mask, 64, interpret=ON_CPU,
+                                         fp8_weights=True)
+    else:
+        x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(64 * 2, k_blocks=3, seed=23)
+        xs8 = tuple(pair_mlp_mgpu.to_fp8_saturated(v * 2) for v in xs)
+        got = (readout_mgpu.readout(x0, xs8, w0, ws, b, wr, br, max_ctas=1, interpret=ON_CPU,
+                                    fp8_weights=True),)
+        ref = lambda w: (readout_mgpu.readout_reference(
+            f32(x0), tuple(f32(v) for v in xs8), f32(w0), w, f32(b), f32(wr), f32(br)),)
+        want, unrounded = ref(rnd(ws.reshape(-1, 128)).reshape(ws.shape)), ref(f32(ws))
+        with pytest.raises(ValueError, match="fp8_weights needs float8 block outputs"):
+            readout_mgpu.readout(x0, xs, w0, ws, b, wr, br, interpret=ON_CPU,
+                                 fp8_weights=True)
+    for g, w, u in zip(got, want, unrounded):
+        assert np.isfinite(np.asarray(f32(g))).all()
+        assert _rel(f32(g), w) < 5e-3, kernel
+        assert _rel(f32(g), u) > 3 * _rel(f32(g), w), kernel
+
+
 def test_fp8_activations_in_the_ppgn(monkeypatch):
     """DDGJAX_FP8_ACTIVATIONS=1 (off by default) under ``mosaic``: the blocks hand each
     other, and the readout kernel, float8 tensors (the kernels' float8 inputs are in the
@@ -492,8 +562,9 @@ def test_fp8_activations_in_the_ppgn(monkeypatch):
     the same roundings in XLA, from bfloat16 instead of float16 weights): as far from
     float32's as the probe's, and far from the bf16 model's.
     The per-graph (vmapped) call equals the batched one within that rounding.
-    ``prod`` stores only the product in float8 and lands between the two. Differentiating
-    it is refused by name (a sampling setting); a bad value too."""
+    ``prod`` stores only the product in float8 and lands between the two; ``weights`` adds
+    float8 weights (float8 operands of all three kernels) and its own rounding.
+    Differentiating it is refused by name (a sampling setting); a bad value too."""
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
     model = build_model("ppgn", T, hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16,
                         pallas=True)
@@ -506,7 +577,8 @@ def test_fp8_activations_in_the_ppgn(monkeypatch):
                 "probe": {"DDGJAX_FP8_ACTIVATIONS_PROBE": "1", "DDGJAX_FP8_PRODUCT": "1",
                           "DDGJAX_MGPU_READOUT": "0"},
                 "fast": {"DDGJAX_FP8_ACTIVATIONS": "1", "DDGJAX_MGPU_READOUT": "1"},
-                "prod": {"DDGJAX_FP8_ACTIVATIONS": "prod", "DDGJAX_MGPU_READOUT": "1"}}
+                "prod": {"DDGJAX_FP8_ACTIVATIONS": "prod", "DDGJAX_MGPU_READOUT": "1"},
+                "weights": {"DDGJAX_FP8_ACTIVATIONS": "weights", "DDGJAX_MGPU_READOUT": "1"}}
     out, program = {}, {}
     for name, env in settings.items():
         for var in ("DDGJAX_FP8_ACTIVATIONS_PROBE", "DDGJAX_FP8_PRODUCT",
@@ -531,6 +603,16 @@ def test_fp8_activations_in_the_ppgn(monkeypatch):
     assert err["plain"] < 2e-2 and err["fast"] < 1.5 * err["probe"] < 0.15, err
     assert err["plain"] < err["prod"] < err["fast"], err
     assert _rel(out["fast"], out["plain"]) > 1e-2
+    # ``weights``: the weights multiplying float8 block outputs in float8 too (float8 x
+    # float8 MMAs in all three kernels), which moves the logits by about as much again
+    assert "f8_e4m3fn[2,128,128]" in program["weights"]          # pair w0, readout blocks
+    assert "f8_e4m3fn[128,128]" in program["weights"]            # the mixing layer's wx
+    assert "f8_e4m3fn[2,128,128]" not in program["fast"]
+    assert err["fast"] < err["weights"] < 2 * err["probe"], err
+    for var, value in settings["fast"].items():   # the per-graph call under ``1``'s settings
+        monkeypatch.setenv(var, value)
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS_PROBE", "0")
+    monkeypatch.setenv("DDGJAX_FP8_PRODUCT", "0")
     one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
     per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
     # (float8 amplifies summation-order differences: on an H200 the two programs' fusions

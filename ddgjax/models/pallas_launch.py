@@ -133,7 +133,7 @@ def fp8_activations_probe() -> bool:
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 
 
-FP8_ACTIVATION_MODES = ("0", "1", "prod")
+FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights")
 
 
 def fp8_activations() -> str:
@@ -142,7 +142,13 @@ def fp8_activations() -> str:
     chip: ``pair_mlp_mgpu.fp8_tile_as_f16``, ``fp8_tile_to_f16_smem``):
     ``DDGJAX_FP8_ACTIVATIONS=0`` (the default) none; ``1`` each block's output (the next
     block's input, read by the pair, mixing and readout kernels) and its per-channel
-    product; ``prod`` the product only (read by the mixing kernel). Either implies
+    product; ``prod`` the product only (read by the mixing kernel); ``weights`` as ``1``,
+    and the weights that multiply a float8 block output (the pair MLPs' first layers, the
+    mixing layer's ``x`` part, the readout's block terms) rounded to float8 with a
+    power-of-two scale per output channel (``pair_mlp_mgpu.round_weights_to_fp8``), so that
+    those products are float8 x float8 MMAs with no conversion on chip (where the Mosaic
+    kernels take the shapes; an XLA fallback of the mixing layer or the readout keeps the
+    weights as they are). Any of them implies
     ``fp8_product``'s float8 pair outputs. ``1`` rounds as ``fp8_activations_probe`` does
     (from float16 instead of bfloat16 weights). Sampling only: the float8 product has no
     gradient. On an H200 neither is much faster (round 57, docs/benchmarks.md): the

@@ -258,14 +258,20 @@ class PPGNBlockFused(nn.Module):
             # product and this block's output leave in it (pallas_launch.fp8_activations)
             mosaic_bf16 = cdt == jnp.bfloat16 and pallas_launch.kernel_backend() == "mosaic"
             fp8_mode = pallas_launch.fp8_activations() if mosaic_bf16 else "0"
-            fp8_act = fp8_mode == "1"                  # block outputs too, not the product only
+            fp8_act = fp8_mode in ("1", "weights")     # block outputs too, not the product only
+            # float8 weights on a float8 x: the kernels' float8 x float8 products, from
+            # weights rounded here as the kernels store them (every path the same function)
+            w8 = fp8_mode == "weights" and pair_mlp_mgpu.is_fp8(x.dtype)
+            if w8:
+                k10, k20 = (pair_mlp_mgpu.round_weights_to_fp8(k) for k in (k10, k20))
             x_in = x if pair_mlp_mgpu.is_fp8(x.dtype) else x.astype(cdt)
             stack = lambda a, b: jnp.stack([a, b]).astype(cdt)
             pair_args = (x_in.reshape(rows, c_x), stack(k10, k20), stack(b10, b20),
                          stack(k11, k21), stack(b11, b21), scale.reshape(rows))
             if mosaic_bf16 and (pallas_launch.fp8_product() or fp8_mode != "0"):
                 prod = pair_mlp_kernel.pair_product_fp8(*pair_args, x.shape[:3],
-                                                        fp8_out=fp8_mode != "0")
+                                                        fp8_out=fp8_mode != "0",
+                                                        fp8_weights=w8)
             else:
                 m = pair_mlp_kernel.pair_mlps(*pair_args)
                 m1, m2 = (v.reshape((h,) + x.shape[:3]) for v in m)    # [h, B, N, N] each
@@ -289,12 +295,14 @@ class PPGNBlockFused(nn.Module):
             kx, kp = kmix[:c_in], kmix[c_in:]
             if embed is not None:
                 kx, bmix = fold_linear(embed, kx, bmix)
+            if w8:
+                kx = pair_mlp_mgpu.round_weights_to_fp8(kx)
             # the norm cancels the (folded) bias: an exact zero gradient, as in PPGNBlock
             bmix = jax.lax.stop_gradient(bmix)
             kx, kp, bmix = kx.astype(cdt), kp.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
                 x_in.reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
-                mask_sq.reshape(rows).astype(cdt), nodes_sq)
+                mask_sq.reshape(rows).astype(cdt), nodes_sq, fp8_weights=w8)
             return block_output(film_modulate(
                 instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, bmix, mask_sq,
                                         self.eps, ndt), film, mask_sq, cdt))
@@ -543,10 +551,18 @@ class PPGN(nn.Module):
         k_res, b_res = DenseParams(h, name="residual")(h)
         k_out, b_out = DenseParams(1, name="out")(h)
         as_read = lambda o: o if pair_mlp_mgpu.is_fp8(o.dtype) else o.astype(cdt)
+        k_blocks = k_read[c0:]
+        # float8 weights on float8 block outputs (pallas_launch.fp8_activations "weights"):
+        # rounded here over all blocks as the kernel stores them
+        w8 = (pallas_launch.fp8_activations() == "weights"
+              and all(pair_mlp_mgpu.is_fp8(o.dtype) for o in outs[1:]))
+        if w8:
+            k_blocks = pair_mlp_mgpu.round_weights_to_fp8(k_blocks)
         zt = readout_mgpu.readout_differentiable(
             outs[0].reshape(rows, c0).astype(cdt),
             tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
-            k_read[:c0], k_read[c0:].reshape(len(outs) - 1, h, h), b_read, k_res, b_res)
+            k_read[:c0], k_blocks.reshape(len(outs) - 1, h, h), b_read, k_res, b_res,
+            fp8_weights=w8)
         logits = jnp.einsum("hm,h->m", zt.astype(jnp.float32), k_out[:, 0]) + b_out[0]
         return logits.reshape(outs[0].shape[:3])
 

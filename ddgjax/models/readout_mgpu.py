@@ -25,6 +25,7 @@ first (the interpreter has no transposed MMA operands).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -258,43 +259,59 @@ def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
     return x0, xs, w0, ws, b, wr, br
 
 
-@jax.custom_batching.custom_vmap
-def _readout_primal(x0, xs, w0, ws, b, wr, br):
-    """The kernel where the rows fit its tiles (``supported``), else the reference. The
-    check runs here, on the rows of the call as made: under ``vmap`` (below) on all the
-    examples' rows together, which may fit where one example's do not (``N = 60``: 3600
-    rows per graph, not a multiple of 64)."""
-    if not supported(x0.shape[0], x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
-        return readout_reference(x0, xs, w0, ws, b, wr, br)
-    return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu")
+@functools.lru_cache(maxsize=None)
+def _make_readout(fp8_weights: bool):
+    """``readout_differentiable`` for one setting of ``fp8_weights`` (JAX reuses what it
+    traced of a ``custom_vmap``/``custom_vjp`` function for the same shapes, so each
+    setting is a function of its own)."""
+
+    @jax.custom_batching.custom_vmap
+    def primal(x0, xs, w0, ws, b, wr, br):
+        """The kernel where the rows fit its tiles (``supported``), else the reference. The
+        check runs here, on the rows of the call as made: under ``vmap`` (below) on all the
+        examples' rows together, which may fit where one example's do not (``N = 60``: 3600
+        rows per graph, not a multiple of 64)."""
+        if not supported(x0.shape[0], x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
+            return readout_reference(x0, xs, w0, ws, b, wr, br)
+        w8 = fp8_weights and bool(xs) and is_fp8(xs[0].dtype)
+        return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu",
+                       fp8_weights=w8)
+
+    @primal.def_vmap
+    def primal_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br):
+        """Under ``vmap`` (the per-graph completion sampler) the examples' rows are one
+        kernel call: ``[V, M, C]`` -> ``[V * M, C]``, and ``[H, V * M]`` back to ``[V, H,
+        M]``. Batched weights (never the PPGN's) take the reference instead."""
+        x0_b, xs_b, *w_b = in_batched
+        if any(jax.tree_util.tree_leaves(w_b)):
+            axes = jax.tree_util.tree_map(lambda v: 0 if v else None, tuple(in_batched))
+            return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
+        full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
+        x0, xs = full(x0, x0_b), tuple(full(x, bx) for x, bx in zip(xs, xs_b))
+        m_rows = x0.shape[1]
+        rows = axis_size * m_rows
+        merged = lambda v: v.reshape((rows,) + v.shape[2:])
+        if not supported(rows, x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
+            axes = (0, tuple(0 for _ in xs), None, None, None, None, None)
+            return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
+        out = primal(merged(x0), tuple(merged(x) for x in xs), w0, ws, b, wr, br)
+        return jnp.swapaxes(out.reshape(out.shape[0], axis_size, m_rows), 0, 1), True
+
+    @jax.custom_vjp
+    def differentiable(x0, xs, w0, ws, b, wr, br):
+        return primal(x0, xs, w0, ws, b, wr, br)
+
+    differentiable.defvjp(_fwd, _bwd)
+    return differentiable
 
 
-@_readout_primal.def_vmap
-def _readout_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br):
-    """Under ``vmap`` (the per-graph completion sampler) the examples' rows are one kernel
-    call: ``[V, M, C]`` -> ``[V * M, C]``, and ``[H, V * M]`` back to ``[V, H, M]``. Batched
-    weights (never the PPGN's) take the reference instead."""
-    x0_b, xs_b, *w_b = in_batched
-    if any(jax.tree_util.tree_leaves(w_b)):
-        axes = jax.tree_util.tree_map(lambda v: 0 if v else None, tuple(in_batched))
-        return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
-    full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
-    x0, xs = full(x0, x0_b), tuple(full(x, bx) for x, bx in zip(xs, xs_b))
-    m_rows = x0.shape[1]
-    rows = axis_size * m_rows
-    merged = lambda v: v.reshape((rows,) + v.shape[2:])
-    if not supported(rows, x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
-        axes = (0, tuple(0 for _ in xs), None, None, None, None, None)
-        return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
-    out = _readout_primal(merged(x0), tuple(merged(x) for x in xs), w0, ws, b, wr, br)
-    return jnp.swapaxes(out.reshape(out.shape[0], axis_size, m_rows), 0, 1), True
-
-
-@jax.custom_vjp
-def readout_differentiable(x0, xs, w0, ws, b, wr, br):
+def readout_differentiable(x0, xs, w0, ws, b, wr, br, fp8_weights: bool = False):
     """``readout`` where nothing differentiates it; under differentiation the XLA
-    reference runs (forward and gradient: the kernel has no backward)."""
-    return _readout_primal(x0, xs, w0, ws, b, wr, br)
+    reference runs (forward and gradient: the kernel has no backward). ``fp8_weights``:
+    float8 ``xs`` are multiplied by ``ws`` stored in float8 (``readout``); the caller
+    passes ``ws`` rounded already (``round_weights_to_fp8`` of ``ws`` as ``[K * 128, H]``),
+    so every path computes the same."""
+    return _make_readout(fp8_weights)(x0, xs, w0, ws, b, wr, br)
 
 
 def _fwd(*args):
@@ -304,6 +321,3 @@ def _fwd(*args):
 
 def _bwd(vjp, g):
     return vjp(g)
-
-
-readout_differentiable.defvjp(_fwd, _bwd)
