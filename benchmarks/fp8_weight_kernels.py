@@ -11,6 +11,9 @@ of ``--repeats`` calls; the variants alternate over ``--rounds`` rounds and the 
 ``ms`` is the median of the round medians).
 
     python benchmarks/fp8_weight_kernels.py --out OUT.json
+On a CPU the kernels run interpreted (a smoke test; small ``--graphs`` and ``--nodes``), and
+the warp-specialized pair kernel needs ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
+there (``pair_mlp_mgpu``'s docstring: without it the interpreter hangs).
 """
 from __future__ import annotations
 

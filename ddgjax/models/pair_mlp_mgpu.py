@@ -23,10 +23,18 @@ w0[j]`` with ``x`` as the MMA's register operand and float16 weights, and ``h`` 
 rows first for the second layers, which read it through a transposed view. The mixing and
 readout kernels share the conversion helpers here (``fp8_tile_to_f16_smem``).
 
+With float8 weights as well (``fp8_weights``: ``to_fp8_columns``, power-of-two scales per
+output channel) the first layers stay channels first and multiply float8 by float8
+(Hopper's float8 ``wgmma`` needs both operands K-major, which ``x``'s rows-first tile is
+for ``w0^T x^T``), with no conversion; the scale multiplies the accumulator.
+
 GPU only (Hopper: wgmma is sm_90a's instruction). On CPU it runs in Pallas' Mosaic GPU
 interpreter when asked (``interpret=True``, the tests); the interpreter has no transposed
 MMA operands, so there the ``x`` tile is transposed into a scratch buffer first: the only
-place the two paths differ.
+place the two paths differ. The interpreter runs the warp-specialized kernel's three
+warpgroups side by side on host threads: on a 2-core machine with XLA's default CPU client
+it hangs, with ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` (which
+``tests/conftest.py`` sets) it runs.
 """
 from __future__ import annotations
 
