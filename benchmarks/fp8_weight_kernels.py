@@ -5,12 +5,13 @@ At the Planar-60 sampling shape (1024 graphs x 60 x 60 rows, 128 channels): the
 warp-specialized pair kernel writing float8 (bf16 ``x``; float8 ``x`` converted on chip;
 float8 ``x`` with float8 weights), the mixing kernel (bf16; float8 ``x`` and ``prod``
 converted; the same with float8 weights for ``x``), the readout over 8 block outputs
-(bf16; float8 converted; float8 with float8 weights). Each is checked against its float32
-reference from the same (rounded) inputs and weights (relative error) and timed (median
-of ``--repeats`` calls; the variants alternate over ``--rounds`` rounds and the row's
-``ms`` is the median of the round medians).
+(bf16; float8 converted; float8 with float8 weights, at 64- and 128-row tiles). Each is
+checked against its float32 reference from the same (rounded) inputs and weights
+(relative error) and timed (median of ``--repeats`` calls; the variants alternate over
+``--rounds`` rounds and the row's ``ms`` is the median of the round medians).
 
     python benchmarks/fp8_weight_kernels.py --out OUT.json
+
 On a CPU the kernels run interpreted (a smoke test; small ``--graphs`` and ``--nodes``), and
 the warp-specialized pair kernel needs ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
 there (``pair_mlp_mgpu``'s docstring: without it the interpreter hangs).
@@ -87,10 +88,11 @@ def main():
 
     r0, rxs, rw0, rws, rb, rwr, rbr = readout_mgpu.random_inputs(rows, seed=5)
     rxs8 = tuple(to8(v) for v in rxs)
-    for name, xs, w8 in (("readout_bf16", rxs, False), ("readout_fp8", rxs8, False),
-                         ("readout_fp8_fp8w", rxs8, True)):
-        fn = jax.jit(lambda x0, xs, *w, w8=w8: readout_mgpu.readout(
-            x0, xs, *w, interpret=interpret, fp8_weights=w8))
+    for name, xs, w8, tm in (("readout_bf16", rxs, False, 64), ("readout_fp8", rxs8, False, 64),
+                             ("readout_fp8_fp8w", rxs8, True, 64),
+                             ("readout_fp8_fp8w_tm128", rxs8, True, 128)):
+        fn = jax.jit(lambda x0, xs, *w, w8=w8, tm=tm: readout_mgpu.readout(
+            x0, xs, *w, interpret=interpret, fp8_weights=w8, tile_rows=tm))
         variants[name] = (fn, (r0, xs, rw0, rws, rb, rwr, rbr),
                           lambda xs=xs, w8=w8: readout_mgpu.readout_reference(
                               f32(r0), tuple(f32(v) for v in xs), f32(rw0),

@@ -14,6 +14,7 @@ pair MLPs from a float8 ``x`` (plain and warp-specialized, float8 outputs as the
 writes them), the mixing kernel from float8 ``x`` and ``prod``, the readout from float8
 block outputs; each against the float32 reference of the same (float8-rounded) inputs.
 ``--only`` keeps the variants whose name holds one of its comma-separated parts.
+
 On a CPU the kernels run interpreted (a smoke test; small ``--graphs`` and ``--nodes``), and
 the warp-specialized pair kernel needs ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
 there (``pair_mlp_mgpu``'s docstring: without it the interpreter hangs).

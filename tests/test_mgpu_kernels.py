@@ -506,7 +506,7 @@ def test_fp8_weights_round_to_powers_of_two_scales_and_are_stable():
     assert 5e-3 < _rel(q, w) < 5e-2                                      # e4m3's rounding
 
 
-@pytest.mark.parametrize("kernel", ["pair", "mix", "readout"])
+@pytest.mark.parametrize("kernel", ["pair", "mix", "readout", "readout128"])
 def test_kernels_with_float8_weights_equal_the_reference_with_rounded_weights(kernel):
     """``fp8_weights=True``: float8 block outputs multiplied by float8 weights (power-of-two
     column scales) in float8 x float8 MMAs. Each kernel equals its float32 reference with
@@ -541,8 +541,10 @@ def test_kernels_with_float8_weights_equal_the_reference_with_rounded_weights(ke
     else:
         x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(64 * 2, k_blocks=3, seed=23)
         xs8 = tuple(pair_mlp_mgpu.to_fp8_saturated(v * 2) for v in xs)
+        # (128-row tiles too: without float16 copies of the tiles they fit shared memory)
         got = (readout_mgpu.readout(x0, xs8, w0, ws, b, wr, br, max_ctas=1, interpret=ON_CPU,
-                                    fp8_weights=True),)
+                                    fp8_weights=True,
+                                    tile_rows=128 if kernel == "readout128" else 64),)
         ref = lambda w: (readout_mgpu.readout_reference(
             f32(x0), tuple(f32(v) for v in xs8), f32(w0), w, f32(b), f32(wr), f32(br)),)
         want, unrounded = ref(rnd(ws.reshape(-1, 128)).reshape(ws.shape)), ref(f32(ws))

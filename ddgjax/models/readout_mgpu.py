@@ -105,9 +105,10 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     if fp8_weights and not x8:
         raise ValueError("readout_mgpu: fp8_weights needs float8 block outputs")
     w8 = fp8_weights                                  # float8 x float8 MMAs, no conversion
-    if x8 and tm != TILE_ROWS:
+    if x8 and not w8 and tm != TILE_ROWS:
         raise ValueError(f"readout_mgpu: float8 block outputs take tile_rows={TILE_ROWS} "
-                         f"(their float16 copies do not fit shared memory at {tm})")
+                         f"(their float16 copies do not fit shared memory at {tm}; with "
+                         "fp8_weights there are none)")
     xdt = jnp.dtype(jnp.float8_e4m3fn) if x8 else dt               # ring_x's dtype
     wdt = xdt if w8 else jnp.dtype(jnp.float16) if x8 else dt      # ring_w's, the MMA's
     if tm not in RINGS:
