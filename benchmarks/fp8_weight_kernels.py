@@ -23,20 +23,10 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def median_ms(fn, args, repeats: int) -> float:
-    import jax
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+from mgpu_kernels import timed  # noqa: E402  (median ms of repeated calls after warm-up)
 
 
 def rel(got, want) -> float:
@@ -113,7 +103,7 @@ def main():
     for r in range(a.rounds):
         for name in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
             fn, args, _ = variants[name]
-            times[name].append(median_ms(fn, args, a.repeats))
+            times[name].append(timed(fn, args, a.repeats))
     for name in variants:
         row = {"name": name, "ms": statistics.median(times[name]), "round_ms": times[name],
                "rel_err": errors[name]}
