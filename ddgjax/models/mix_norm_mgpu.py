@@ -71,9 +71,10 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
 
     ``fp8_weights`` (a float8 ``x`` only): ``wx`` is stored in float8 too, ``wx / s`` with
     power-of-two scales per output channel (``to_fp8_columns``), and ``x``'s product is a
-    float8 x float8 MMA with no conversion; ``wp / s`` (exact) joins the same accumulator,
-    which is scaled by ``s``: ``mix_with_stats_reference`` with ``wx`` rounded by
-    ``pair_mlp_mgpu.round_weights_to_fp8``.
+    float8 x float8 MMA with no conversion, into an accumulator of its own that is scaled
+    by ``s`` before ``prod``'s is added (``wp / s`` in one accumulator could overflow
+    float16 where a column of ``wx`` is tiny): ``mix_with_stats_reference`` with ``wx``
+    rounded by ``pair_mlp_mgpu.round_weights_to_fp8``.
 
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and
@@ -125,10 +126,18 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                 plgpu.wgmma(acc, wx_s, x_t)
                 plgpu.wgmma(acc, wp_s, p_s)
                 return acc[...]
-            d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
-            if w8:                                                # float8 weights' scales
+
+            def mix_scaled(acc_x, acc_p):           # float8 wx: its own accumulator, scaled
+                plgpu.wgmma(acc_x, wx_s, x_t)
+                plgpu.wgmma(acc_p, wp_s, p_s)
+                return acc_x[...], acc_p[...]
+            if w8:
+                dx, dp = pl.run_scoped(mix_scaled, plgpu.ACC(shape, jnp.float32),
+                                       plgpu.ACC(shape, jnp.float32))
                 col = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
-                d = d * lax.broadcast_in_dim(col, shape, [0])
+                d = dx * lax.broadcast_in_dim(col, shape, [0]) + dp
+            else:
+                d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
             bias = load_vector(b_s.at[0] if w8 else b_s, plgpu.Layout.WGMMA.reduce(1),
                                interpret)                                  # [H]
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
@@ -175,7 +184,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
     if w8:
         wx8, col = to_fp8_columns(wx)
-        wxt, wpt = wx8.T, (wp.astype(jnp.float32) / col).T.astype(pdt)
+        wxt, wpt = wx8.T, wp.T.astype(pdt)
         vectors = jnp.stack([b.astype(jnp.float32), col])
     else:
         wxt, wpt, vectors = wx.T.astype(xdt), wp.T.astype(pdt), b.astype(jnp.float32)
