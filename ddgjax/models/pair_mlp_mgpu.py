@@ -231,7 +231,7 @@ def _hidden_scratch(x8: bool, c: int, h: int, tm: int, dt, mlps: int | None,
         return (plgpu.SMEM((2, c, h), jnp.float16, transforms=smem_transforms(h, jnp.float16)),
                 plgpu.SMEM(lead + (tm, h), dt, transforms=smem_transforms(h)))
     wdt = w0_dtype or dt
-    return (plgpu.SMEM((2, h, c), wdt, transforms=smem_transforms(c, wdt)),
+    return (plgpu.SMEM((2, h, c), wdt, transforms=smem_transforms(c, w0_dtype or jnp.bfloat16)),
             plgpu.SMEM(lead + (h, tm), dt, transforms=smem_transforms(tm)))
 
 
