@@ -467,6 +467,31 @@ def test_mix_kernel_reads_float8_activations(x_fp8, prod_fp8):
     assert _rel(f32(y), y_want) < 1e-2 and _rel(sums, sums_want) < 1e-4
 
 
+def test_mix_kernel_writes_its_output_less_the_bias_in_float8():
+    """``fp8_out`` (``DDGJAX_FP8_ACTIVATIONS=weights_y``): the mixing kernel writes ``y - b``
+    in float8 (saturated), the reference path rounds the same (``float8_shifted``), and the
+    norm sums are those of the bf16 output; the setting has no gradient."""
+    x, prod, wx, wp, b, mask = mix_norm_mgpu.random_inputs(2, 64, seed=14)
+    x8, p8 = (pair_mlp_mgpu.to_fp8_saturated(v) for v in (x, prod))
+    y8, sums8 = mix_norm_mgpu.mix_with_stats(x8, p8, wx, wp, b, mask, 64, max_ctas=1,
+                                             interpret=ON_CPU, fp8_out=True)
+    y, sums = mix_norm_mgpu.mix_with_stats(x8, p8, wx, wp, b, mask, 64, max_ctas=1,
+                                           interpret=ON_CPU)
+    f32 = lambda v: v.astype(jnp.float32)
+    y_want, sums_want = mix_norm_kernel.mix_with_stats_reference(
+        *(f32(v) for v in (x8, p8, wx, wp, b, mask)), 64)
+    want8 = mix_norm_kernel.float8_shifted(y_want, b)
+    assert y8.dtype == F8 and y8.shape == y.shape
+    # float8's rounding of the same d (ties apart): within one e4m3 step of each other
+    assert _rel(f32(y8), f32(want8)) < 2e-2
+    assert _rel(f32(y8), f32(y) - f32(b)) < 4e-2            # float8 against bf16 rounding
+    np.testing.assert_array_equal(np.asarray(sums8), np.asarray(sums))
+    assert _rel(sums8, sums_want) < 1e-4
+    with pytest.raises(NotImplementedError, match="sampling setting"):
+        jax.grad(lambda w: f32(mix_norm_kernel.mix_with_stats(
+            x, prod, w, wp, b, mask, 64, fp8_out=True)[0]).sum())(wx)
+
+
 def test_readout_kernel_reads_float8_activations():
     """Float8 block outputs stream into the readout kernel as float8 and are converted to
     float16 in two alternating buffers; the result matches the float32 reference of the
@@ -583,7 +608,9 @@ def test_fp8_activations_in_the_ppgn(monkeypatch):
                           "DDGJAX_MGPU_READOUT": "0"},
                 "fast": {"DDGJAX_FP8_ACTIVATIONS": "1", "DDGJAX_MGPU_READOUT": "1"},
                 "prod": {"DDGJAX_FP8_ACTIVATIONS": "prod", "DDGJAX_MGPU_READOUT": "1"},
-                "weights": {"DDGJAX_FP8_ACTIVATIONS": "weights", "DDGJAX_MGPU_READOUT": "1"}}
+                "weights": {"DDGJAX_FP8_ACTIVATIONS": "weights", "DDGJAX_MGPU_READOUT": "1"},
+                "weights_y": {"DDGJAX_FP8_ACTIVATIONS": "weights_y",
+                              "DDGJAX_MGPU_READOUT": "1"}}
     out, program = {}, {}
     for name, env in settings.items():
         for var in ("DDGJAX_FP8_ACTIVATIONS_PROBE", "DDGJAX_FP8_PRODUCT",
@@ -614,6 +641,10 @@ def test_fp8_activations_in_the_ppgn(monkeypatch):
     assert "f8_e4m3fn[128,128]" in program["weights"]            # the mixing layer's wx
     assert "f8_e4m3fn[2,128,128]" not in program["fast"]
     assert err["fast"] < err["weights"] < 2 * err["probe"], err
+    # ``weights_y``: the mixing kernels' outputs (y - b, [128, 256] per call) in float8 too
+    f8_outs = lambda name: program[name].count("f8_e4m3fn[128,256]")
+    assert f8_outs("weights_y") > f8_outs("weights")
+    assert np.isfinite(out["weights_y"]).all() and err["weights_y"] < 2 * err["probe"], err
     for var, value in settings["fast"].items():   # the per-graph call under ``1``'s settings
         monkeypatch.setenv(var, value)
     monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS_PROBE", "0")

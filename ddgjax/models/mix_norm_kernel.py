@@ -95,15 +95,24 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nod
             s_ref[t, 2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
+def float8_shifted(y, b):
+    """``y - b`` in float8 e4m3, saturated at +-448: the mixing layer's output as the
+    ``fp8_out`` kernels write it (``mix_norm_mgpu.mix_with_partial_sums``). ``[M, H]``."""
+    return pair_mlp_mgpu.to_fp8_saturated(y.astype(jnp.float32) - b.astype(jnp.float32))
+
+
 def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton",
-                    fp8_weights: bool = False):
+                    fp8_weights: bool = False, fp8_out: bool = False):
     m_rows, c = x.shape
     hidden = wx.shape[-1]
     if (backend == "mosaic" and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
             and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden)):
         return mix_norm_mgpu.mix_with_stats(
             x, prod, wx, wp, b, row_mask, nodes_sq, interpret=jax.default_backend() == "cpu",
-            fp8_weights=fp8_weights and pair_mlp_mgpu.is_fp8(x.dtype))
+            fp8_weights=fp8_weights and pair_mlp_mgpu.is_fp8(x.dtype), fp8_out=fp8_out)
+    if fp8_out:                                   # the other paths, then the same rounding
+        y, sums = _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend)
+        return float8_shifted(y, b), sums
     x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))   # the others read bf16
     if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
         return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
@@ -158,12 +167,15 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
 
 
 @functools.lru_cache(maxsize=None)
-def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False):
+def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False,
+          fp8_out: bool = False):
     """The differentiable kernel call: ``backend``'s forward where nothing differentiates
     it, Triton's in the gradient's forward (the Mosaic kernel's transposed ``y`` made the
     bf16 train step slower: 13.81 against 13.41 ms on an H200, round 28). ``fp8_weights``:
-    the Mosaic kernel stores ``wx`` in float8 for a float8 ``x`` (``mix_with_stats``)."""
-    primal = _make_forward(nodes_sq, backend, fp8_weights)
+    the Mosaic kernel stores ``wx`` in float8 for a float8 ``x``; ``fp8_out``: the first
+    result is ``y - b`` in float8, a sampling setting with no gradient
+    (``mix_with_stats``)."""
+    primal = _make_forward(nodes_sq, backend, fp8_weights, fp8_out)
     forward = _make_forward(nodes_sq, "triton")
 
     @jax.custom_vjp
@@ -171,6 +183,9 @@ def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False):
         return primal(x, prod, wx, wp, b, row_mask)
 
     def fwd(*args):
+        if fp8_out:
+            raise NotImplementedError("mix_with_stats: a float8 output (fp8_out) is a "
+                                      "sampling setting, not differentiable")
         y, sums = forward(*args)
         return (y, sums), args + (y,)
 
@@ -182,11 +197,13 @@ def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False):
 
 
 @functools.lru_cache(maxsize=None)
-def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False):
+def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False,
+                  fp8_out: bool = False):
     """The kernel call, batched under ``vmap`` by merging the examples' rows."""
     @jax.custom_batching.custom_vmap
     def forward(x, prod, wx, wp, b, row_mask):
-        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend, fp8_weights)
+        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend, fp8_weights,
+                               fp8_out)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, prod, wx, wp, b, row_mask):
@@ -195,7 +212,10 @@ def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False):
         rows = axis_size * m_rows
         if any(w_b) or not supported(rows, nodes_sq, x.shape[-1], hidden):
             axes = tuple(0 if v else None for v in in_batched)
-            ref = lambda *a: mix_with_stats_reference(*a, nodes_sq)
+
+            def ref(*a):
+                y, sums = mix_with_stats_reference(*a, nodes_sq)
+                return (float8_shifted(y, a[4]) if fp8_out else y), sums
             return jax.vmap(ref, in_axes=axes)(x, prod, wx, wp, b, row_mask), (True, True)
         full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
         x, prod, row_mask = full(x, x_b), full(prod, p_b), full(row_mask, m_b)
@@ -207,10 +227,13 @@ def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False):
     return forward
 
 
-def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, fp8_weights: bool = False):
+def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, fp8_weights: bool = False,
+                   fp8_out: bool = False):
     """``mix_with_stats_reference`` through the kernel (arguments and results as there).
     ``fp8_weights``: under ``mosaic``, a float8 ``x`` is multiplied by ``wx`` stored in
     float8 (``mix_norm_mgpu.mix_with_partial_sums``); the caller passes ``wx`` rounded
-    already (``pair_mlp_mgpu.round_weights_to_fp8``), so every path computes the same."""
-    return _make(nodes_sq, pallas_launch.kernel_backend(), fp8_weights)(
+    already (``pair_mlp_mgpu.round_weights_to_fp8``), so every path computes the same.
+    ``fp8_out``: the first result is ``float8_shifted(y, b)`` (``y - b`` in float8) on
+    every path; not differentiable."""
+    return _make(nodes_sq, pallas_launch.kernel_backend(), fp8_weights, fp8_out)(
         x, prod, wx, wp, b, row_mask)

@@ -29,9 +29,11 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_tile_to_f16_smem, is_fp8,
-                                         load_vector, sm_count, smem_transforms, tile_plan,
-                                         to_fp8_columns, transposed)
+from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, fp8_tile_to_f16_smem,
+                                         is_fp8, load_vector, sm_count, smem_transforms,
+                                         tile_plan, to_fp8_columns, transposed)
+
+FP8_MAX = float(jnp.finfo(FP8).max)              # 448: where a float8 output saturates
 
 
 
@@ -56,7 +58,8 @@ def split_row_mask(row_mask, nodes_sq: int, tm: int = TILE_ROWS):
 
 def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_steps: int = 3,
                           max_ctas: int | None = None, interpret: bool = False,
-                          stats: bool = True, fp8_weights: bool = False):
+                          stats: bool = True, fp8_weights: bool = False,
+                          fp8_out: bool = False):
     """The kernel.
 
     Args:
@@ -76,6 +79,11 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     float16 where a column of ``wx`` is tiny): ``mix_with_stats_reference`` with ``wx``
     rounded by ``pair_mlp_mgpu.round_weights_to_fp8``.
 
+    ``fp8_out``: the first result is ``d^T = (y - b)^T`` in float8 e4m3, saturated at
+    +-448, instead of ``y^T`` (the bias, which the instance norm cancels, is left out so
+    that float8's relative precision is spent on the part the norm keeps); the sums are the
+    same (of the unrounded ``d``).
+
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and
     its quad). The untransposed form, ``y = x wx + prod^T wp`` with sums down the columns
@@ -91,6 +99,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype    # y's dtype
     xdt = (x.dtype if w8 else jnp.dtype(jnp.float16) if x8 else dt)  # the MMAs' operands
     pdt = jnp.dtype(jnp.float16) if p8 else dt
+    odt = jnp.dtype(FP8) if fp8_out else dt                        # the first result's
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "mix_norm_mgpu")
 
     def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,
@@ -138,10 +147,13 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
                 d = dx * lax.broadcast_in_dim(col, shape, [0]) + dp
             else:
                 d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
-            bias = load_vector(b_s.at[0] if w8 else b_s, plgpu.Layout.WGMMA.reduce(1),
-                               interpret)                                  # [H]
             plgpu.wait_smem_to_gmem(0, wait_read_only=True)           # y_s read by TMA
-            y_s[...] = (d + lax.broadcast_in_dim(bias, shape, [0])).astype(dt)
+            if fp8_out:                                   # d itself, saturated (no bias)
+                y_s[...] = jnp.minimum(jnp.maximum(d, -FP8_MAX), FP8_MAX).astype(odt)
+            else:
+                bias = load_vector(b_s.at[0] if w8 else b_s, plgpu.Layout.WGMMA.reduce(1),
+                                   interpret)                              # [H]
+                y_s[...] = (d + lax.broadcast_in_dim(bias, shape, [0])).astype(dt)
             plgpu.commit_smem()
             plgpu.copy_smem_to_gmem(y_s, out)
             if stats:
@@ -170,7 +182,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     scratch = [plgpu.SMEM((h, c), xdt, transforms=smem_transforms(c, xdt)),   # wx^T
                plgpu.SMEM((h, h), pdt, transforms=smem_transforms(h, pdt)),   # wp^T
                plgpu.SMEM((2, h) if w8 else (h,), jnp.float32),            # b (; scales)
-               plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),       # y^T staging
+               plgpu.SMEM((h, tm), odt, transforms=smem_transforms(tm, odt)),  # y^T staging
                plgpu.Barrier(num_barriers=3),
                f16_tile(tm, c, x8), f16_tile(h, tm, p8)]
     if interpret:
@@ -179,7 +191,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
         scratch.append(plgpu.SMEM((c, tm), xdt, transforms=smem_transforms(tm, xdt)))
     kernel = plgpu.kernel(
         mix_wgmma_kernel,
-        out_type=[jax.ShapeDtypeStruct((h, m_rows), dt),
+        out_type=[jax.ShapeDtypeStruct((h, m_rows), odt),
                   jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
     if w8:

@@ -133,7 +133,7 @@ def fp8_activations_probe() -> bool:
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 
 
-FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights")
+FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights", "weights_y")
 
 
 def fp8_activations() -> str:
@@ -148,7 +148,10 @@ def fp8_activations() -> str:
     power-of-two scale per output channel (``pair_mlp_mgpu.round_weights_to_fp8``), so that
     those products are float8 x float8 MMAs with no conversion on chip (where the Mosaic
     kernels take the shapes; an XLA fallback of the mixing layer or the readout keeps the
-    weights as they are). Any of them implies
+    weights as they are); ``weights_y`` as ``weights``, and the mixing layer hands the norm
+    its output less the bias (which the norm cancels) in float8 too
+    (``mix_norm_kernel.mix_with_stats``' ``fp8_out``), so the norm pass reads half the bytes.
+    Any of them implies
     ``fp8_product``'s float8 pair outputs. ``1`` rounds as ``fp8_activations_probe`` does
     (from float16 instead of bfloat16 weights). Sampling only: the float8 product has no
     gradient. On an H200 neither is much faster (round 57, docs/benchmarks.md): the

@@ -258,10 +258,11 @@ class PPGNBlockFused(nn.Module):
             # product and this block's output leave in it (pallas_launch.fp8_activations)
             mosaic_bf16 = cdt == jnp.bfloat16 and pallas_launch.kernel_backend() == "mosaic"
             fp8_mode = pallas_launch.fp8_activations() if mosaic_bf16 else "0"
-            fp8_act = fp8_mode in ("1", "weights")     # block outputs too, not the product only
+            fp8_act = fp8_mode in ("1", "weights", "weights_y")   # block outputs too
             # float8 weights on a float8 x: the kernels' float8 x float8 products, from
             # weights rounded here as the kernels store them (every path the same function)
-            w8 = fp8_mode == "weights" and pair_mlp_mgpu.is_fp8(x.dtype)
+            w8 = fp8_mode in ("weights", "weights_y") and pair_mlp_mgpu.is_fp8(x.dtype)
+            y8 = fp8_mode == "weights_y"          # the mixing layer's output in float8 too
             if w8:
                 k10, k20 = (pair_mlp_mgpu.round_weights_to_fp8(k) for k in (k10, k20))
             x_in = x if pair_mlp_mgpu.is_fp8(x.dtype) else x.astype(cdt)
@@ -302,9 +303,11 @@ class PPGNBlockFused(nn.Module):
             kx, kp, bmix = kx.astype(cdt), kp.astype(cdt), bmix.astype(cdt)
             y, sums = mix_norm_kernel.mix_with_stats(
                 x_in.reshape(rows, c_x), prod.reshape(h, rows), kx, kp, bmix,
-                mask_sq.reshape(rows).astype(cdt), nodes_sq, fp8_weights=w8)
+                mask_sq.reshape(rows).astype(cdt), nodes_sq, fp8_weights=w8, fp8_out=y8)
+            # (with y8 the kernel hands over y - bmix: the norm's shift is then 0)
+            shift = jnp.zeros_like(bmix) if y8 else bmix
             return block_output(film_modulate(
-                instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, bmix, mask_sq,
+                instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, shift, mask_sq,
                                         self.eps, ndt), film, mask_sq, cdt))
         x = pair_mlp_mgpu.exact_bf16(x)             # float8 activations, off the kernels
         k0 = jnp.concatenate([k10, k20], axis=1).astype(cdt)            # [c_in, 2h]
@@ -554,7 +557,7 @@ class PPGN(nn.Module):
         k_blocks = k_read[c0:]
         # float8 weights on float8 block outputs (pallas_launch.fp8_activations "weights"):
         # rounded here over all blocks as the kernel stores them
-        w8 = (pallas_launch.fp8_activations() == "weights"
+        w8 = (pallas_launch.fp8_activations() in ("weights", "weights_y")
               and all(pair_mlp_mgpu.is_fp8(o.dtype) for o in outs[1:]))
         if w8:
             k_blocks = pair_mlp_mgpu.round_weights_to_fp8(k_blocks)
