@@ -20,16 +20,8 @@ timeout 200 python3 benchmarks/fp8_weight_kernels.py --out "$OUT/kernels.json" \
 # twice, alternating, a fresh process each
 for arm in weights weights_y weights_y weights; do
   n=$([ -f "$OUT/sample_${arm}_1.json" ] && echo 2 || echo 1)
-  DDGJAX_FP8_ACTIVATIONS=$arm timeout 120 python3 -c "
-import json, sys
-sys.path.insert(0, 'benchmarks')
-import bench_core
-from ddgjax.models import pallas_launch
-r = bench_core.bench_sampling('bfloat16', options=['model.ppgn.pallas=true'], repeat=5)
-r['kernel_switches'] = pallas_launch.trace_settings_record()
-json.dump(r, open(sys.argv[1], 'w'), indent=1)
-print(sys.argv[1], round(r['seconds'], 4), r['seconds_all'])" "$OUT/sample_${arm}_$n.json" \
-    > "$OUT/sample_${arm}_$n.log" 2>&1
+  DDGJAX_FP8_ACTIVATIONS=$arm timeout 120 python3 benchmarks/sample_row.py \
+    "$OUT/sample_${arm}_$n.json" > "$OUT/sample_${arm}_$n.log" 2>&1
   stamp "sample_${arm}_$n" $?
 done
 DDGJAX_FP8_ACTIVATIONS=weights timeout 150 python3 benchmarks/profile_ppgn.py \
