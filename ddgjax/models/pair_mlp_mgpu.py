@@ -198,20 +198,20 @@ def fp8_tile_to_f16_smem(src, dst, interpret: bool) -> None:
     dst[...] = tile.astype(jnp.float16)
 
 
-def _kernel_plan(x, w0, w1, max_ctas, out_dtype, fp8_weights: bool = False):
+def _kernel_plan(x, w0, w1, max_ctas, out_dtype, w0_fp8=None):
     """What both pair kernels derive from their arguments: the sizes ``(M, C, H)``, the
     compute and output dtypes, the tile rows, the CTA plan (``tile_plan``) and the weights
     transposed for the ``w^T x^T`` products (``[2, H, C]``, ``[2, H, H]``). For a float8
     ``x`` the compute dtype is bfloat16 and the first layers' weights are float16 as they
     lie, ``[2, C, H]``: the first products are ``x w0[j]`` with ``x`` in registers
-    (``fp8_tile_as_f16``); with ``fp8_weights`` they are float8 ``w0[j] / s0[j]``,
-    transposed (``[2, H, C]``, ``to_fp8_columns``' column scales ``s0`` ``[2, H]``), for
-    float8 x float8 products ``h^T = w0^T x^T``."""
+    (``fp8_tile_as_f16``); with ``w0_fp8`` (float8 weights: ``to_fp8_columns(w0)[0]``,
+    ``w0[j] / s0[j]``) they are those, transposed (``[2, H, C]``), for float8 x float8
+    products ``h^T = w0^T x^T``."""
     m_rows, c = x.shape
     dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype
     _, ctas, per_cta = tile_plan(m_rows, max_ctas, "pair_mlp_mgpu")
-    if fp8_weights:
-        w0k = jnp.swapaxes(to_fp8_columns(w0)[0], 1, 2)
+    if w0_fp8 is not None:
+        w0k = jnp.swapaxes(w0_fp8, 1, 2)
     else:
         w0k = (w0.astype(jnp.float16) if is_fp8(x.dtype)
                else jnp.swapaxes(w0, 1, 2).astype(dt))
@@ -380,11 +380,12 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
     the loads. Biases and scales travel in ``x``'s dtype (as the PPGN passes them; the
     shared memory they save holds the second staging buffer; float8 weights' column scales
     too: powers of two, exact in it). Same arguments and result."""
+    w8 = fp8_weights
+    w0_fp8, w0_scale = to_fp8_columns(w0) if w8 else (None, None)
     (m_rows, c, h, dt, tm, odt, ctas, per_cta, w0t, w1t) = _kernel_plan(
-        x, w0, w1, max_ctas, out_dtype, fp8_weights)
+        x, w0, w1, max_ctas, out_dtype, w0_fp8)
     # row j: MLP j's multiplier of its output's columns (m_0 scaled, m_1 not)
     scales = jnp.stack([scale.astype(dt), jnp.ones((m_rows,), dt)])
-    w8 = fp8_weights
     x8 = is_fp8(x.dtype) and not w8        # float8 x converted to float16 on chip
     wgmma_layout = plgpu.Layout.WGMMA
 
@@ -442,7 +443,7 @@ def _pair_mlps_warp_specialized(x, w0, b0, w1, b1, scale, *, max_concurrent_step
 
     options = {}
     w0_scratch, h_scratch = _hidden_scratch(x8, c, h, tm, dt, 2, x.dtype if w8 else None)
-    vectors = [b0, b1] + ([to_fp8_columns(w0)[1]] if w8 else [])   # b0; b1; float8 scales
+    vectors = [b0, b1] + ([w0_scale] if w8 else [])                 # b0; b1; float8 scales
     scratch = [w0_scratch,
                plgpu.SMEM((2, h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((len(vectors), 2, h), dt),

@@ -115,17 +115,18 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
     ring = RINGS[tm]
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
-    # the accumulator's scale per output channel (float8 weights), else 1
-    scale = (fp8_column_scales(ws.reshape(-1, h)) if w8
-             else jnp.ones((h,), jnp.float32))                                # [H]
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
-    w0t = (jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).astype(jnp.float32)
-           / scale).T.astype(dt)                                             # [H, 16]
-    wst = jnp.swapaxes(to_fp8_saturated(ws.astype(jnp.float32) / scale) if w8 else ws,
-                       1, 2).astype(wdt)                                      # [K, H, 128]
+    w0p = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0)))                       # [16, H]
+    vectors = [b, br]
+    if w8:      # one scale per output channel over all blocks; w_0 / s (exact) joins it
+        scale = fp8_column_scales(ws.reshape(-1, h))                          # [H]
+        w0p = w0p.astype(jnp.float32) / scale
+        ws = to_fp8_saturated(ws.astype(jnp.float32) / scale)
+        vectors.append(scale)
+    w0t = w0p.T.astype(dt)                                                    # [H, 16]
+    wst = jnp.swapaxes(ws, 1, 2).astype(wdt)                                  # [K, H, 128]
     wrt = wr.T.astype(dt)                                                     # [H, H]
-    biases = jnp.stack([b.astype(jnp.float32), br.astype(jnp.float32),
-                        scale])                                               # [3, H]
+    biases = jnp.stack([v.astype(jnp.float32) for v in vectors])             # [2 or 3, H]
     steps = per_cta * k_blocks
 
     def readout_wgmma_kernel(x0_g, *refs):
@@ -223,7 +224,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     options = {}
     scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((3, h), jnp.float32),
+               plgpu.SMEM((len(vectors), h), jnp.float32),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
                plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
