@@ -133,6 +133,16 @@ def fp8_activations_probe() -> bool:
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 
 
+def norm_kernel() -> bool:
+    """Whether the PPGN's instance norm, under the ``mosaic`` backend, runs as its own
+    Mosaic GPU kernel (``norm_mgpu``: reads the mixing kernel's channels-first output and
+    writes the block's output rows first, the transpose done by an MMA against the
+    identity) instead of XLA's transpose fusion. ``DDGJAX_NORM_KERNEL=1`` on, ``0`` off
+    (the default). Under differentiation the XLA reference runs either way. Read when a
+    program is traced."""
+    return env_switch("DDGJAX_NORM_KERNEL", default=False)
+
+
 FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights", "weights_y")
 
 
@@ -168,7 +178,7 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized),
                    ("fp8_activations_probe", fp8_activations_probe),
-                   ("fp8_activations", fp8_activations))
+                   ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel))
 
 
 def trace_settings() -> tuple:

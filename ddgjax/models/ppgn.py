@@ -50,8 +50,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ddgjax.models import (mix_norm_kernel, pair_mlp_kernel, pair_mlp_mgpu, pallas_launch,
-                           readout_mgpu)
+from ddgjax.models import (mix_norm_kernel, norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu,
+                           pallas_launch, readout_mgpu)
 from ddgjax.models.common import (NORMS, block_norm, channel_matmul, check_inputs,
                                   instance_norm_from_sums, masked_instance_norm_one_pass,
                                   node_counts, square_mask, symmetrize_and_mask)
@@ -306,6 +306,13 @@ class PPGNBlockFused(nn.Module):
                 mask_sq.reshape(rows).astype(cdt), nodes_sq, fp8_weights=w8, fp8_out=y8)
             # (with y8 the kernel hands over y - bmix: the norm's shift is then 0)
             shift = jnp.zeros_like(bmix) if y8 else bmix
+            if mosaic_bf16 and not probe and pallas_launch.norm_kernel():
+                # the norm (FiLM folded in) as a kernel that writes the rows from y^T
+                affine = norm_mgpu.affine_from_sums(sums, shift, mask_sq.sum((1, 2)),
+                                                    self.eps, film)
+                out = norm_mgpu.normalize(y, affine, mask_sq.reshape(rows).astype(cdt),
+                                          nodes_sq, pair_mlp_mgpu.FP8 if fp8_act else cdt)
+                return out.reshape(x.shape[:3] + (h,))
             return block_output(film_modulate(
                 instance_norm_from_sums(y.reshape(x.shape[:3] + (h,)), sums, shift, mask_sq,
                                         self.eps, ndt), film, mask_sq, cdt))

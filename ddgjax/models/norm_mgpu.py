@@ -1,0 +1,234 @@
+"""A PPGN block's instance norm, applied, as a persistent Mosaic GPU (Hopper ``wgmma``) kernel.
+
+The mixing kernel (``mix_norm_mgpu``) writes its output channels first, ``y^T`` ``[H, M]``,
+with each graph's sums; the norm then has to read ``y^T`` and write the block's output
+rows first, ``x`` ``[M, H]``, as the next block's kernels read it (a float8 operand of
+``wgmma`` must be K-major, which only a rows-first tile is for them). XLA does that as a
+transpose fusion through shared memory, at about half the H200's copy bandwidth (round 61,
+docs/benchmarks.md: 4.33 of 24.2 ms per sampling forward). Here each CTA streams its
+share of ``y^T`` tiles ``[H, 64]`` through a TMA pipeline and turns each one around with an
+MMA against the identity, ``y_tile = I_64 y_tile`` (``y^T``'s tile is the K-major ``B``
+operand ``[64 k, H]`` that the MMA wants, in float8 too; the product is exact), then applies
+each row's graph's affine map and the padding mask in registers and writes the rows:
+
+    x[m, c] = mask[m] * (y[m, c] * a[g(m), 0, c] + a[g(m), 1, c])
+
+with ``a`` from ``affine_from_sums`` (the norm's ``1/std`` and ``-mean/std``, FiLM's scale
+and shift folded in). A tile may span two graphs, as in the mixing kernel: the caller's
+row mask split in two (``mix_norm_mgpu.split_row_mask``) says which rows take the first
+graph's map and which the next one's.
+
+GPU only (Hopper). On CPU the Mosaic GPU interpreter runs it when asked (``interpret=True``,
+the tests), with the tile transposed into a scratch buffer first (the interpreter has no
+transposed MMA operands).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import mosaic_gpu as plgpu
+
+from ddgjax.models import pallas_launch
+from ddgjax.models.mix_norm_mgpu import split_row_mask
+from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, is_fp8, load_vector,
+                                         sm_count, smem_transforms, tile_plan,
+                                         to_fp8_saturated, transposed)
+
+FP8_MAX = float(jnp.finfo(FP8).max)
+
+
+def affine_from_sums(sums, shift, counts, eps: float = 1e-5, film=None):
+    """Each graph's norm as an affine map per channel: ``[G, 2, H]`` float32, ``(scale,
+    offset)`` with ``norm(y) = y * scale + offset`` on the real entries.
+
+    Args:
+      sums: float32 ``[G, 2, H]``, the sums of ``d`` and ``d * d`` over each graph's real
+        entries, ``d = y - shift`` (``mix_norm_kernel.mix_with_stats``);
+      shift: ``[H]``; counts: ``[G]``, the real entries per graph (``n * n``);
+      film: None, or float32 ``[G, 2H]`` FiLM ``(gamma, beta)`` (``ppgn.film_modulate``):
+        the map then gives ``norm(y) * (1 + gamma) + beta``.
+    ``common.instance_norm_from_sums``' statistics, the same ``eps``."""
+    count = jnp.maximum(counts.astype(jnp.float32), 1.0)[:, None]             # [G, 1]
+    mean_d = sums[:, 0] / count
+    var = jnp.maximum(sums[:, 1] / count - mean_d * mean_d, 0.0)
+    rstd = jax.lax.rsqrt(var + eps)
+    scale = rstd
+    offset = -(mean_d + shift.astype(jnp.float32)[None, :]) * rstd
+    if film is not None:
+        h = scale.shape[-1]
+        gamma, beta = film[:, :h].astype(jnp.float32), film[:, h:].astype(jnp.float32)
+        scale, offset = scale * (1.0 + gamma), offset * (1.0 + gamma) + beta
+    return jnp.stack([scale, offset], axis=1)
+
+
+def normalize_reference(y, affine, row_mask, nodes_sq: int, out_dtype):
+    """The function the kernel computes, in XLA.
+
+    Args: y ``[M, H]`` (bfloat16 or float8 e4m3); affine float32 ``[G, 2, H]``
+      (``affine_from_sums``); row_mask ``[M]`` (1 on real entries); ``M = G * nodes_sq``.
+    Returns: ``[M, H]`` in ``out_dtype``: ``(y * scale + offset)`` of each row's graph on
+      real rows, 0 elsewhere; a float8 result saturates at +-448."""
+    m_rows, h = y.shape
+    per_graph = y.astype(jnp.float32).reshape(-1, nodes_sq, h)
+    out = per_graph * affine[:, 0, None, :] + affine[:, 1, None, :]
+    out = out.reshape(m_rows, h) * row_mask.astype(jnp.float32)[:, None]
+    return to_fp8_saturated(out) if is_fp8(out_dtype) else out.astype(out_dtype)
+
+
+def supported(m: int, nodes_sq: int, h: int) -> bool:
+    """Whole tiles no longer than a graph, 128 channels, and enough tiles to give most SMs
+    an equal share."""
+    if h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
+        return False
+    tiles = m // TILE_ROWS
+    sms = sm_count()
+    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+
+
+def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
+                   max_concurrent_steps: int = 4, max_ctas: int | None = None,
+                   interpret: bool = False):
+    """The kernel.
+
+    Args:
+      y_t: ``[H, M]`` (bfloat16 or float8 e4m3), the mixing layer's output channels first;
+      affine: float32 ``[G, 2, H]``; split_mask: float32 ``[2, M]``
+        (``mix_norm_mgpu.split_row_mask`` of the row mask); ``M = G * nodes_sq``.
+    Returns: ``normalize_reference(y_t.T, ...)``, ``[M, H]`` in ``out_dtype``.
+    """
+    h, m_rows = y_t.shape
+    tm = TILE_ROWS
+    graphs = affine.shape[0]
+    if graphs * nodes_sq != m_rows:
+        raise ValueError(f"norm_mgpu: {graphs} graphs of {nodes_sq} rows are not the "
+                         f"{m_rows} rows of y")
+    _, ctas, per_cta = tile_plan(m_rows, max_ctas, "norm_mgpu")
+    ydt = jnp.dtype(y_t.dtype)
+    if not (is_fp8(ydt) or ydt == jnp.bfloat16):
+        raise ValueError(f"norm_mgpu: y must be bfloat16 or float8 e4m3, got {ydt}")
+    odt = jnp.dtype(out_dtype)
+    fp8_out = is_fp8(odt)
+
+    def norm_kernel(y_g, a0_g, a1_g, m0_g, m1_g, eye_g, x_g, eye_s, out_s, bars, *scratch):
+        plgpu.copy_gmem_to_smem(eye_g, eye_s, bars.at[0])
+        plgpu.barrier_wait(bars.at[0])
+        first_tile = lax.axis_index("cta") * per_cta
+        shape = (tm, h)
+
+        def column(ref):                           # [H] along the rows of a [TM, H] value
+            v = load_vector(ref, plgpu.Layout.WGMMA.reduce(0), interpret)
+            return lax.broadcast_in_dim(v, shape, [1])
+
+        def row(ref):                              # [TM] along the columns
+            v = load_vector(ref, plgpu.Layout.WGMMA.reduce(1), interpret)
+            return lax.broadcast_in_dim(v, shape, [0])
+
+        def step(index, y_s, a0_s, a1_s, m0_s, m1_s):
+            (i,) = index
+            tile = first_tile + i
+            if interpret:          # the interpreter has no transposed MMA operands
+                scratch[0][...] = y_s[...].T
+                rows_view = scratch[0]
+            else:
+                rows_view = transposed(y_s)                         # [TM k, H]
+
+            def turn(acc):
+                plgpu.wgmma(acc, eye_s, rows_view)
+                return acc[...]
+            v = pl.run_scoped(turn, plgpu.ACC(shape, jnp.float32))   # y's rows [TM, H]
+            out = (row(m0_s) * (v * column(a0_s.at[0, 0]) + column(a0_s.at[0, 1]))
+                   + row(m1_s) * (v * column(a1_s.at[0, 0]) + column(a1_s.at[0, 1])))
+            if fp8_out:
+                out = jnp.minimum(jnp.maximum(out, -FP8_MAX), FP8_MAX)
+            plgpu.wait_smem_to_gmem(0, wait_read_only=True)          # out_s read by TMA
+            out_s[...] = out.astype(odt)
+            plgpu.commit_smem()
+            plgpu.copy_smem_to_gmem(out_s, x_g.at[pl.ds(tile * tm, tm), :])
+
+        first_graph = lambda i: ((first_tile + i) * tm) // nodes_sq
+        plgpu.emit_pipeline(
+            step, grid=(per_cta,),
+            in_specs=[plgpu.BlockSpec((h, tm), lambda i: (0, first_tile + i),
+                                      transforms=smem_transforms(tm, ydt)),
+                      plgpu.BlockSpec((1, 2, h), lambda i: (first_graph(i), 0, 0)),
+                      plgpu.BlockSpec((1, 2, h), lambda i: (
+                          jnp.minimum(first_graph(i) + 1, graphs - 1), 0, 0)),
+                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,)),
+                      plgpu.BlockSpec((tm,), lambda i: (first_tile + i,))],
+            max_concurrent_steps=max_concurrent_steps)(y_g, a0_g, a1_g, m0_g, m1_g)
+        plgpu.wait_smem_to_gmem(0)
+
+    options = {}
+    scratch = [plgpu.SMEM((tm, tm), ydt, transforms=smem_transforms(tm, ydt)),   # I_64
+               plgpu.SMEM((tm, h), odt, transforms=smem_transforms(h, odt)),     # staging
+               plgpu.Barrier(num_barriers=1)]
+    if interpret:
+        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
+        options["interpret"] = InterpretGPUParams()
+        scratch.append(plgpu.SMEM((tm, h), ydt, transforms=smem_transforms(h, ydt)))
+    kernel = plgpu.kernel(
+        norm_kernel, out_type=jax.ShapeDtypeStruct((m_rows, h), odt),
+        scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
+    eye = jnp.eye(tm, dtype=jnp.float32).astype(ydt)
+    affine = affine.astype(jnp.float32)
+    return kernel(y_t, affine, affine, split_mask[0], split_mask[1], eye)
+
+
+def _primal(y, affine, row_mask, nodes_sq, out_dtype):
+    """The kernel where the rows fit its tiles, else the reference."""
+    m_rows, h = y.shape
+    if not (pallas_launch.available() and supported(m_rows, nodes_sq, h)):
+        return normalize_reference(y, affine, row_mask, nodes_sq, out_dtype)
+    # y is the mixing kernel's y^T transposed: XLA cancels the two transposes
+    return normalize_rows(y.T, affine, split_row_mask(row_mask, nodes_sq), nodes_sq,
+                          out_dtype, interpret=jax.default_backend() == "cpu")
+
+
+@functools.lru_cache(maxsize=None)
+def _make(nodes_sq: int, out_dtype: str):
+    """``normalize`` for one ``nodes_sq`` and output dtype (JAX reuses what it traced of a
+    ``custom_vmap``/``custom_vjp`` function for the same shapes, so each setting is a
+    function of its own)."""
+    odt = jnp.dtype(out_dtype)
+
+    @jax.custom_batching.custom_vmap
+    def primal(y, affine, row_mask):
+        return _primal(y, affine, row_mask, nodes_sq, odt)
+
+    @primal.def_vmap
+    def primal_vmap(axis_size, in_batched, y, affine, row_mask):
+        """Under ``vmap`` (the per-graph samplers) the examples' rows are one call:
+        ``[V, M, H]`` -> ``[V * M, H]``, their graphs ``[V * G, 2, H]``."""
+        full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
+        y, affine, row_mask = (full(v, b) for v, b in zip((y, affine, row_mask), in_batched))
+        m_rows, h = y.shape[1:]
+        out = primal(y.reshape(axis_size * m_rows, h),
+                     affine.reshape((-1,) + affine.shape[2:]), row_mask.reshape(-1))
+        return out.reshape(axis_size, m_rows, h), True
+
+    @jax.custom_vjp
+    def differentiable(y, affine, row_mask):
+        return primal(y, affine, row_mask)
+
+    def reference(y, affine, row_mask):
+        return normalize_reference(y, affine, row_mask, nodes_sq, odt)
+
+    def fwd(y, affine, row_mask):
+        return jax.vjp(reference, y, affine, row_mask)
+
+    def bwd(vjp, g):
+        return vjp(g)
+
+    differentiable.defvjp(fwd, bwd)
+    return differentiable
+
+
+def normalize(y, affine, row_mask, nodes_sq: int, out_dtype):
+    """``normalize_reference`` (same arguments and result) through the kernel where the
+    Mosaic GPU kernels run and the rows fit its tiles (under ``vmap``: all the examples'
+    rows together); under differentiation the reference runs (forward and gradient)."""
+    return _make(nodes_sq, jnp.dtype(out_dtype).name)(y, affine, row_mask)
