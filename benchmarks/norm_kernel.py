@@ -7,7 +7,9 @@ mixing layer's channels-first output ``y^T`` ``[H, M]`` (bfloat16, or float8 as
 mask, write the block's output rows first (float8 under the float8 settings, else
 bfloat16). ``xla_now`` is the PPGN's XLA path as it stands (``instance_norm_from_sums``
 in bfloat16, then float8), ``xla_ref`` the kernel's reference (``normalize_reference``,
-one rounding), ``kernel_s{k}`` the kernel with ``k`` tiles in flight per CTA. Each is
+one rounding), ``kernel_s{k}_c{c}`` the kernel with ``k`` tiles in flight per CTA and ``c``
+CTAs per SM; ``mix_weights_y_c{c}`` the mixing kernel as ``weights_y`` runs it, at ``c``
+CTAs per SM (its error is against the first such row's). Each is
 checked against the float32 reference (relative error), timed (median of ``--repeats``
 calls; the variants alternate over ``--rounds`` rounds, the row's ``ms`` the median of the
 round medians), and given its bandwidth (bytes read and written per second).
@@ -37,7 +39,12 @@ def main():
     p.add_argument("--nodes", type=int, default=60)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--steps", default="2,4,6", help="tiles in flight per CTA to try")
+    p.add_argument("--configs", default="2:1,2:2,2:3,3:2",
+                   help="the kernel's settings to try: tiles in flight per CTA : CTAs per SM")
+    p.add_argument("--tags", default="bf16_fp8,fp8_fp8,bf16_bf16",
+                   help="y's dtype _ the output's, of bf16_fp8, fp8_fp8, bf16_bf16")
+    p.add_argument("--mix", default="1,2", help="also the mixing kernel as weights_y runs "
+                   "it (float8 x, product, weights and output) at these CTAs per SM")
     a = p.parse_args()
     import jax
     import jax.numpy as jnp
@@ -60,10 +67,13 @@ def main():
     affine = norm_mgpu.affine_from_sums(sums, shift, mask_sq.sum((1, 2)))
     want = norm_mgpu.normalize_reference(y, affine, row_mask, nsq, jnp.float32)
     split = mix_norm_mgpu.split_row_mask(row_mask, nsq)
-    steps = [int(s) for s in a.steps.split(",") if s]
+    configs = [tuple(int(v) for v in c.split(":")) for c in a.configs.split(",") if c]
+    sms = pair_mlp_mgpu.sm_count()
 
     variants = {}          # name -> (fn, args, bytes moved)
     for y_dt, o_dt, tag in ((bf16, f8, "bf16_fp8"), (f8, f8, "fp8_fp8"), (bf16, bf16, "bf16_bf16")):
+        if tag not in a.tags.split(","):
+            continue
         y_t = pair_mlp_mgpu.to_fp8_saturated(y.T) if y_dt is f8 else y.T.astype(y_dt)
         moved = rows * h * (jnp.dtype(y_dt).itemsize + jnp.dtype(o_dt).itemsize)
 
@@ -75,18 +85,41 @@ def main():
         variants[f"xla_ref_{tag}"] = (jax.jit(
             lambda y_t, aff, o_dt=o_dt: norm_mgpu.normalize_reference(
                 y_t.T, aff, row_mask, nsq, o_dt)), (y_t, affine), moved)
-        for k in steps:
-            variants[f"kernel_s{k}_{tag}"] = (jax.jit(
-                lambda y_t, aff, o_dt=o_dt, k=k: norm_mgpu.normalize_rows(
-                    y_t, aff, split, nsq, o_dt, max_concurrent_steps=k,
+        for k, per_sm in configs:
+            variants[f"kernel_s{k}_c{per_sm}_{tag}"] = (jax.jit(
+                lambda y_t, aff, o_dt=o_dt, k=k, c=per_sm * sms: norm_mgpu.normalize_rows(
+                    y_t, aff, split, nsq, o_dt, max_concurrent_steps=k, max_ctas=c,
                     interpret=interpret)), (y_t, affine), moved)
+    mx, prod, wx, wp, b, mmask = mix_norm_mgpu.random_inputs(g, nsq, seed=4)
+    mix_args = (pair_mlp_mgpu.to_fp8_saturated(mx), pair_mlp_mgpu.to_fp8_saturated(prod),
+                pair_mlp_mgpu.round_weights_to_fp8(wx).astype(bf16), wp, b, mmask)
+    mix_moved = rows * h * 3                      # x, prod, y^T in float8
+    for per_sm in [int(v) for v in a.mix.split(",") if v]:
+        variants[f"mix_weights_y_c{per_sm}"] = (jax.jit(
+            lambda *v, c=per_sm * sms, k=3 if per_sm == 1 else 2: mix_norm_mgpu.mix_with_stats(
+                *v, nsq, interpret=interpret, fp8_weights=True, fp8_out=True, max_ctas=c,
+                max_concurrent_steps=k)), mix_args, mix_moved)
 
     res = {"device": str(jax.devices()[0].device_kind), "jax": jax.__version__, "rows": rows,
            "rounds": a.rounds, "repeats": a.repeats, "variants": []}
-    errors = {}
-    for name, (fn, args, _) in variants.items():
-        got = fn(*args).reshape(rows, h)
-        errors[name] = rel(got, want)
+    errors, res_failed = {}, []
+    mix_want = None
+    for name, (fn, args, _) in list(variants.items()):
+        try:                                  # a setting that does not compile is a row too
+            jax.block_until_ready(fn(*args))
+        except Exception as e:                # noqa: BLE001 - reported, then skipped
+            row = {"name": name, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+            print(json.dumps(row), flush=True)
+            res_failed.append(row)
+            del variants[name]
+            continue
+        if name.startswith("mix"):
+            got = fn(*args)[0]
+            mix_want = got if mix_want is None else mix_want
+            errors[name] = rel(got, mix_want)          # against the first setting's
+        else:
+            got = fn(*args).reshape(rows, h)
+            errors[name] = rel(got, want)
         del got
     times = {name: [] for name in variants}
     for r in range(a.rounds):
@@ -99,6 +132,7 @@ def main():
                "tb_per_s": moved / ms / 1e9}
         print(json.dumps(row), flush=True)
         res["variants"].append(row)
+    res["variants"] += res_failed
     with open(a.out, "w") as fh:
         json.dump(res, fh, indent=1)
 

@@ -29,6 +29,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
+from ddgjax.models import pallas_launch
 from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, fp8_tile_to_f16_smem,
                                          is_fp8, load_vector, sm_count, smem_transforms,
                                          tile_plan, to_fp8_columns, transposed)
@@ -56,7 +57,8 @@ def split_row_mask(row_mask, nodes_sq: int, tm: int = TILE_ROWS):
     return jnp.stack([jnp.where(first, mask, 0.0), jnp.where(first, 0.0, mask)])
 
 
-def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_steps: int = 3,
+def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
+                          max_concurrent_steps: int | None = None,
                           max_ctas: int | None = None, interpret: bool = False,
                           stats: bool = True, fp8_weights: bool = False,
                           fp8_out: bool = False):
@@ -84,6 +86,10 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     that float8's relative precision is spent on the part the norm keeps); the sums are the
     same (of the unrounded ``d``).
 
+    ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("MIX")`` per
+    SM); ``max_concurrent_steps``: tiles in flight per CTA (default 3 at one CTA per SM, 2
+    at more, so that two CTAs' shared memory fits an SM).
+
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and
     its quad). The untransposed form, ``y = x wx + prod^T wp`` with sums down the columns
@@ -100,6 +106,12 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *, max_concurrent_step
     xdt = (x.dtype if w8 else jnp.dtype(jnp.float16) if x8 else dt)  # the MMAs' operands
     pdt = jnp.dtype(jnp.float16) if p8 else dt
     odt = jnp.dtype(FP8) if fp8_out else dt                        # the first result's
+    if max_ctas is None:
+        per_sm = pallas_launch.ctas_per_sm("MIX")
+        max_ctas = per_sm * sm_count()
+        if max_concurrent_steps is None:
+            max_concurrent_steps = 3 if per_sm == 1 else 2
+    max_concurrent_steps = max_concurrent_steps or 3
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "mix_norm_mgpu")
 
     def mix_wgmma_kernel(x_g, p_g, wx_g, wp_g, b_g, m0_g, m1_g, y_g, s_g,

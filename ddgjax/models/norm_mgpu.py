@@ -90,7 +90,7 @@ def supported(m: int, nodes_sq: int, h: int) -> bool:
 
 
 def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
-                   max_concurrent_steps: int = 4, max_ctas: int | None = None,
+                   max_concurrent_steps: int = 2, max_ctas: int | None = None,
                    interpret: bool = False):
     """The kernel.
 
@@ -99,6 +99,12 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
       affine: float32 ``[G, 2, H]``; split_mask: float32 ``[2, M]``
         (``mix_norm_mgpu.split_row_mask`` of the row mask); ``M = G * nodes_sq``.
     Returns: ``normalize_reference(y_t.T, ...)``, ``[M, H]`` in ``out_dtype``.
+
+    ``max_ctas``: at most this many CTAs (default: ``pallas_launch.ctas_per_sm("NORM")``
+    per SM). A CTA takes its tiles one after the other (load, MMA, map, store), so one CTA
+    per SM leaves the SM idle between them; the kernel's shared memory (~60 KB at two tiles
+    in flight) lets three share an SM. The result stages in two buffers, so a tile's
+    store need not wait for the previous tile's.
     """
     h, m_rows = y_t.shape
     tm = TILE_ROWS
@@ -106,6 +112,8 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
     if graphs * nodes_sq != m_rows:
         raise ValueError(f"norm_mgpu: {graphs} graphs of {nodes_sq} rows are not the "
                          f"{m_rows} rows of y")
+    if max_ctas is None:
+        max_ctas = pallas_launch.ctas_per_sm("NORM") * sm_count()
     _, ctas, per_cta = tile_plan(m_rows, max_ctas, "norm_mgpu")
     ydt = jnp.dtype(y_t.dtype)
     if not (is_fp8(ydt) or ydt == jnp.bfloat16):
@@ -144,10 +152,11 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
                    + row(m1_s) * (v * column(a1_s.at[0, 0]) + column(a1_s.at[0, 1])))
             if fp8_out:
                 out = jnp.minimum(jnp.maximum(out, -FP8_MAX), FP8_MAX)
-            plgpu.wait_smem_to_gmem(0, wait_read_only=True)          # out_s read by TMA
-            out_s[...] = out.astype(odt)
+            slot = out_s.at[i % 2]
+            plgpu.wait_smem_to_gmem(1, wait_read_only=True)   # this slot's last store read
+            slot[...] = out.astype(odt)
             plgpu.commit_smem()
-            plgpu.copy_smem_to_gmem(out_s, x_g.at[pl.ds(tile * tm, tm), :])
+            plgpu.copy_smem_to_gmem(slot, x_g.at[pl.ds(tile * tm, tm), :])
 
         first_graph = lambda i: ((first_tile + i) * tm) // nodes_sq
         plgpu.emit_pipeline(
@@ -164,7 +173,7 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
 
     options = {}
     scratch = [plgpu.SMEM((tm, tm), ydt, transforms=smem_transforms(tm, ydt)),   # I_64
-               plgpu.SMEM((tm, h), odt, transforms=smem_transforms(h, odt)),     # staging
+               plgpu.SMEM((2, tm, h), odt, transforms=smem_transforms(h, odt)),  # staging
                plgpu.Barrier(num_barriers=1)]
     if interpret:
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams

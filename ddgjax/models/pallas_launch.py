@@ -143,6 +143,17 @@ def norm_kernel() -> bool:
     return env_switch("DDGJAX_NORM_KERNEL", default=False)
 
 
+def ctas_per_sm(kernel: str) -> int:
+    """CTAs per SM for a persistent Mosaic kernel that can share an SM (``kernel``:
+    ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``): ``DDGJAX_{kernel}_CTAS_PER_SM``,
+    a whole number >= 1 (default 1). Read when a program is traced."""
+    name = f"DDGJAX_{kernel}_CTAS_PER_SM"
+    value = os.environ.get(name, "1").strip()
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights", "weights_y")
 
 
@@ -178,7 +189,9 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized),
                    ("fp8_activations_probe", fp8_activations_probe),
-                   ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel))
+                   ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel),
+                   ("norm_ctas_per_sm", lambda: ctas_per_sm("NORM")),
+                   ("mix_ctas_per_sm", lambda: ctas_per_sm("MIX")))
 
 
 def trace_settings() -> tuple:
