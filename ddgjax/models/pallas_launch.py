@@ -145,7 +145,7 @@ def norm_kernel() -> bool:
 
 def ctas_per_sm(kernel: str) -> int:
     """CTAs per SM for a persistent Mosaic kernel that can share an SM (``kernel``:
-    ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``): ``DDGJAX_{kernel}_CTAS_PER_SM``,
+    ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``; ``"READOUT"``, ``readout_mgpu``): ``DDGJAX_{kernel}_CTAS_PER_SM``,
     a whole number >= 1 (default 1). Read when a program is traced."""
     name = f"DDGJAX_{kernel}_CTAS_PER_SM"
     value = os.environ.get(name, "1").strip()
@@ -191,7 +191,8 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel),
                    ("norm_ctas_per_sm", lambda: ctas_per_sm("NORM")),
-                   ("mix_ctas_per_sm", lambda: ctas_per_sm("MIX")))
+                   ("mix_ctas_per_sm", lambda: ctas_per_sm("MIX")),
+                   ("readout_ctas_per_sm", lambda: ctas_per_sm("READOUT")))
 
 
 def trace_settings() -> tuple:

@@ -34,6 +34,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
+from ddgjax.models import pallas_launch
 from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_column_scales,
                                          fp8_tile_to_f16_smem, is_fp8, load_vector, sm_count,
                                          smem_transforms, tile_plan, to_fp8_saturated)
@@ -83,7 +84,8 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
-            interpret: bool = False, tile_rows: int = TILE_ROWS, fp8_weights: bool = False):
+            interpret: bool = False, tile_rows: int = TILE_ROWS, fp8_weights: bool = False,
+            ring: int | None = None):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
     zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128). Float8 ``xs``
     (all or none) stream as float8 and are converted to float16 in shared memory
@@ -95,7 +97,11 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     ``ws`` as ``[K * 128, H]``), and the block terms are float8 x float8 MMAs with no
     conversion; the accumulator is scaled by ``s`` before the bias (``w_0 / s``, exact,
     joins it in bf16). The result is ``readout_reference`` with ``ws`` rounded as
-    ``pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, H))`` rounds them."""
+    ``pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, H))`` rounds them.
+
+    ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("READOUT")``
+    per SM); ``ring``: (``w_k^T``, ``x_k``) buffers (default ``RINGS[tile_rows]`` at one CTA
+    per SM, 2 at more, so that two CTAs' shared memory fits an SM with float8 weights)."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
@@ -113,7 +119,11 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     wdt = xdt if w8 else jnp.dtype(jnp.float16) if x8 else dt      # ring_w's, the MMA's
     if tm not in RINGS:
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
-    ring = RINGS[tm]
+    if max_ctas is None:
+        per_sm = pallas_launch.ctas_per_sm("READOUT")
+        max_ctas = per_sm * sm_count()
+        ring = ring or (RINGS[tm] if per_sm == 1 else 2)
+    ring = ring or RINGS[tm]
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
     w0p = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0)))                       # [16, H]
