@@ -87,8 +87,9 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
     same (of the unrounded ``d``).
 
     ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("MIX")`` per
-    SM); ``max_concurrent_steps``: tiles in flight per CTA (default 3 at one CTA per SM, 2
-    at more, so that two CTAs' shared memory fits an SM).
+    SM: 2 with ``fp8_weights``, 1 without; round 64 on an H200: 1.21 against 1.41 ms);
+    ``max_concurrent_steps``: tiles in flight per CTA (default 3 at one CTA per SM, 2 at
+    more, so that two CTAs' shared memory fits an SM).
 
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and
@@ -107,7 +108,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
     pdt = jnp.dtype(jnp.float16) if p8 else dt
     odt = jnp.dtype(FP8) if fp8_out else dt                        # the first result's
     if max_ctas is None:
-        per_sm = pallas_launch.ctas_per_sm("MIX")
+        per_sm = pallas_launch.ctas_per_sm("MIX", default=2 if fp8_weights else 1)
         max_ctas = per_sm * sm_count()
         if max_concurrent_steps is None:
             max_concurrent_steps = 3 if per_sm == 1 else 2

@@ -100,7 +100,7 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
         (``mix_norm_mgpu.split_row_mask`` of the row mask); ``M = G * nodes_sq``.
     Returns: ``normalize_reference(y_t.T, ...)``, ``[M, H]`` in ``out_dtype``.
 
-    ``max_ctas``: at most this many CTAs (default: ``pallas_launch.ctas_per_sm("NORM")``
+    ``max_ctas``: at most this many CTAs (default: ``pallas_launch.ctas_per_sm("NORM", 3)``
     per SM). A CTA takes its tiles one after the other (load, MMA, map, store), so one CTA
     per SM leaves the SM idle between them; the kernel's shared memory (~60 KB at two tiles
     in flight) lets three share an SM. The result stages in two buffers, so a tile's
@@ -113,7 +113,7 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
         raise ValueError(f"norm_mgpu: {graphs} graphs of {nodes_sq} rows are not the "
                          f"{m_rows} rows of y")
     if max_ctas is None:
-        max_ctas = pallas_launch.ctas_per_sm("NORM") * sm_count()
+        max_ctas = pallas_launch.ctas_per_sm("NORM", default=3) * sm_count()
     _, ctas, per_cta = tile_plan(m_rows, max_ctas, "norm_mgpu")
     ydt = jnp.dtype(y_t.dtype)
     if not (is_fp8(ydt) or ydt == jnp.bfloat16):

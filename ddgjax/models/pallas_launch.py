@@ -133,25 +133,42 @@ def fp8_activations_probe() -> bool:
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 
 
-def norm_kernel() -> bool:
+def norm_kernel() -> bool | None:
     """Whether the PPGN's instance norm, under the ``mosaic`` backend, runs as its own
     Mosaic GPU kernel (``norm_mgpu``: reads the mixing kernel's channels-first output and
     writes the block's output rows first, the transpose done by an MMA against the
-    identity) instead of XLA's transpose fusion. ``DDGJAX_NORM_KERNEL=1`` on, ``0`` off
-    (the default). Under differentiation the XLA reference runs either way. Read when a
-    program is traced."""
+    identity) instead of XLA's transpose fusion. ``DDGJAX_NORM_KERNEL=1`` on, ``0`` off;
+    unset (None): on exactly where the block outputs are float8 (``fp8_activations`` ``1``,
+    ``weights``, ``weights_y``), where the kernel rounds once where XLA's path rounds
+    through bfloat16, and where it measured faster (H200, rounds 63-65,
+    docs/benchmarks.md). Under differentiation the XLA reference runs either way. Read
+    when a program is traced."""
+    if os.environ.get("DDGJAX_NORM_KERNEL", "").strip() == "":
+        return None
     return env_switch("DDGJAX_NORM_KERNEL", default=False)
 
 
-def ctas_per_sm(kernel: str) -> int:
+def ctas_per_sm(kernel: str, default: int = 1) -> int:
     """CTAs per SM for a persistent Mosaic kernel that can share an SM (``kernel``:
-    ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``; ``"READOUT"``, ``readout_mgpu``): ``DDGJAX_{kernel}_CTAS_PER_SM``,
-    a whole number >= 1 (default 1). Read when a program is traced."""
+    ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``; ``"READOUT"``, ``readout_mgpu``):
+    ``DDGJAX_{kernel}_CTAS_PER_SM``, a whole number >= 1; unset, the kernel's ``default``
+    (the fastest measured: ``norm_mgpu`` 3; the mixing and readout kernels 2 with float8
+    weights, whose shared memory then fits two CTAs, else 1; H200, rounds 64-65). A CTA
+    takes its tiles one after the other, so one CTA per SM leaves the SM idle at every
+    tile's load and store; more CTAs than fit run in waves (the same work). Read when a
+    program is traced."""
     name = f"DDGJAX_{kernel}_CTAS_PER_SM"
-    value = os.environ.get(name, "1").strip()
+    value = os.environ.get(name, "").strip()
+    if value == "":
+        return default
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def _env_or_unset(name: str):
+    """An environment variable for the records: its value, or ``"unset"``."""
+    return lambda: os.environ.get(name, "").strip() or "unset"
 
 
 FP8_ACTIVATION_MODES = ("0", "1", "prod", "weights", "weights_y")
@@ -175,9 +192,10 @@ def fp8_activations() -> str:
     Any of them implies
     ``fp8_product``'s float8 pair outputs. ``1`` rounds as ``fp8_activations_probe`` does
     (from float16 instead of bfloat16 weights). Sampling only: the float8 product has no
-    gradient. On an H200 neither is much faster (round 57, docs/benchmarks.md): the
-    kernels convert on chip at about the cost of the bytes they save. Read when a program
-    is traced."""
+    gradient. On an H200 (docs/benchmarks.md) ``1`` and ``prod`` are little faster (round 57:
+    the kernels convert on chip at about the cost of the bytes they save); ``weights`` and
+    ``weights_y`` are (rounds 60-65: sampling 1024 Planar-60 graphs 0.78 and, with the norm
+    kernel and CTAs sharing SMs, 0.70 s against 0.88 s). Read when a program is traced."""
     value = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "0").strip().lower()
     if value not in FP8_ACTIVATION_MODES:
         raise ValueError(f"DDGJAX_FP8_ACTIVATIONS: expected one of {FP8_ACTIVATION_MODES}, "
@@ -190,9 +208,8 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("pair_warp_specialized", pair_warp_specialized),
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel),
-                   ("norm_ctas_per_sm", lambda: ctas_per_sm("NORM")),
-                   ("mix_ctas_per_sm", lambda: ctas_per_sm("MIX")),
-                   ("readout_ctas_per_sm", lambda: ctas_per_sm("READOUT")))
+                   *((f"{k.lower()}_ctas_per_sm", _env_or_unset(f"DDGJAX_{k}_CTAS_PER_SM"))
+                     for k in ("NORM", "MIX", "READOUT")))
 
 
 def trace_settings() -> tuple:

@@ -306,7 +306,8 @@ class PPGNBlockFused(nn.Module):
                 mask_sq.reshape(rows).astype(cdt), nodes_sq, fp8_weights=w8, fp8_out=y8)
             # (with y8 the kernel hands over y - bmix: the norm's shift is then 0)
             shift = jnp.zeros_like(bmix) if y8 else bmix
-            if mosaic_bf16 and not probe and pallas_launch.norm_kernel():
+            norm_kernel = pallas_launch.norm_kernel()
+            if mosaic_bf16 and not probe and (fp8_act if norm_kernel is None else norm_kernel):
                 # the norm (FiLM folded in) as a kernel that writes the rows from y^T
                 affine = norm_mgpu.affine_from_sums(sums, shift, mask_sq.sum((1, 2)),
                                                     self.eps, film)

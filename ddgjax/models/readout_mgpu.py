@@ -100,8 +100,10 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     ``pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, H))`` rounds them.
 
     ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("READOUT")``
-    per SM); ``ring``: (``w_k^T``, ``x_k``) buffers (default ``RINGS[tile_rows]`` at one CTA
-    per SM, 2 at more, so that two CTAs' shared memory fits an SM with float8 weights)."""
+    per SM: 2 with ``fp8_weights``, 1 without); ``ring``: (``w_k^T``, ``x_k``) buffers
+    (default ``RINGS[tile_rows]`` at one CTA per SM, 2 at more, so that two CTAs' shared
+    memory fits an SM with float8 weights; round 65 on an H200: sampling 0.700 against
+    0.707 s)."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
@@ -120,7 +122,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     if tm not in RINGS:
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
     if max_ctas is None:
-        per_sm = pallas_launch.ctas_per_sm("READOUT")
+        per_sm = pallas_launch.ctas_per_sm("READOUT", default=2 if fp8_weights else 1)
         max_ctas = per_sm * sm_count()
         ring = ring or (RINGS[tm] if per_sm == 1 else 2)
     ring = ring or RINGS[tm]
