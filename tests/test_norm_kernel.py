@@ -32,7 +32,7 @@ def _inputs(graphs: int, nodes_sq: int, seed: int = 0):
 
 
 @pytest.mark.parametrize("y_dtype, out_dtype, graphs, nodes_sq, max_ctas", [
-    (jnp.bfloat16, FP8, 4, 96, 3),            # 6 tiles, three of them span two graphs
+    (jnp.bfloat16, FP8, 4, 96, 3),            # 6 tiles, two of them span two graphs
     (FP8, FP8, 3, 128, 2),                    # tiles within graphs
     (jnp.bfloat16, jnp.bfloat16, 16, 100, 5)])
 def test_norm_kernel_equals_the_reference(y_dtype, out_dtype, graphs, nodes_sq, max_ctas):
@@ -143,3 +143,48 @@ def test_norm_kernel_under_vmap_and_grad(monkeypatch):
     monkeypatch.setenv("DDGJAX_NORM_KERNEL", "maybe")
     with pytest.raises(ValueError, match="DDGJAX_NORM_KERNEL"):
         pallas_launch.norm_kernel()
+
+
+def test_norm_kernel_by_default_exactly_under_float8_block_outputs(monkeypatch):
+    """With ``DDGJAX_NORM_KERNEL`` unset the kernel runs where the block outputs are float8
+    (``1``, ``weights``, ``weights_y``) and not otherwise (bf16, ``prod``)."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "0")
+    monkeypatch.delenv("DDGJAX_NORM_KERNEL", raising=False)
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(9, [8, 6, 8, 5], 8)
+    t, lv = noise_inputs(4, seed=7)
+    for mode, want in (("0", False), ("prod", False), ("1", True), ("weights_y", True)):
+        monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", mode)
+        program = str(jax.make_jaxpr(lambda p: model.apply(p, adj, nm, t, lv))(params))
+        assert ("norm_kernel" in program) == want, mode
+
+
+def test_launch_settings_are_checked_and_part_of_the_trace_key(monkeypatch):
+    """``DDGJAX_{NORM,MIX,READOUT}_CTAS_PER_SM``: the kernel's default when unset, a whole
+    number >= 1 or a ValueError naming the variable; each is in the trace settings (the
+    sampler's cache key). Shapes the kernels cannot take are refused by name."""
+    for kernel in ("NORM", "MIX", "READOUT"):
+        name = f"DDGJAX_{kernel}_CTAS_PER_SM"
+        monkeypatch.delenv(name, raising=False)
+        assert pallas_launch.ctas_per_sm(kernel, default=3) == 3
+        before = pallas_launch.trace_settings()
+        monkeypatch.setenv(name, "2")
+        assert pallas_launch.ctas_per_sm(kernel, default=3) == 2
+        assert pallas_launch.trace_settings() != before
+        for bad in ("0", "two", "-1"):
+            monkeypatch.setenv(name, bad)
+            with pytest.raises(ValueError, match=name):
+                pallas_launch.ctas_per_sm(kernel)
+        monkeypatch.delenv(name)
+    y, affine, mask = _inputs(16, 32)                               # graphs shorter than a tile
+    with pytest.raises(ValueError, match="at least 64 rows"):
+        norm_mgpu.normalize_rows(y.T.astype(jnp.bfloat16), affine,
+                                 mix_norm_mgpu.split_row_mask(mask, 32), 32, FP8,
+                                 interpret=True)
+    from ddgjax.models import readout_mgpu
+    x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(128, seed=5)
+    with pytest.raises(ValueError, match="ring must be at least 2"):
+        readout_mgpu.readout(x0, xs, w0, ws, b, wr, br, interpret=True, ring=1)

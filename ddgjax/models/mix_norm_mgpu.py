@@ -88,8 +88,8 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
 
     ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("MIX")`` per
     SM: 2 with ``fp8_weights``, 1 without; round 64 on an H200: 1.21 against 1.41 ms);
-    ``max_concurrent_steps``: tiles in flight per CTA (default 3 at one CTA per SM, 2 at
-    more, so that two CTAs' shared memory fits an SM).
+    ``max_concurrent_steps``: tiles in flight per CTA (default 3; 2 where ``max_ctas`` is
+    not given and the default puts two CTAs on an SM, so that their shared memory fits).
 
     It computes ``y^T = wx^T x^T + wp^T prod``: the ``prod`` tile is the MMA's operand as
     it lies, and the statistics are sums along the accumulator's rows (within a thread and

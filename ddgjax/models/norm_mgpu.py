@@ -100,26 +100,31 @@ def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
         (``mix_norm_mgpu.split_row_mask`` of the row mask); ``M = G * nodes_sq``.
     Returns: ``normalize_reference(y_t.T, ...)``, ``[M, H]`` in ``out_dtype``.
 
-    ``max_ctas``: at most this many CTAs (default: ``pallas_launch.ctas_per_sm("NORM", 3)``
-    per SM). A CTA takes its tiles one after the other (load, MMA, map, store), so one CTA
-    per SM leaves the SM idle between them; the kernel's shared memory (~60 KB at two tiles
-    in flight) lets three share an SM. The result stages in two buffers, so a tile's
-    store need not wait for the previous tile's.
+    ``max_ctas``: at most this many CTAs (default: ``pallas_launch.ctas_per_sm("NORM")``
+    per SM, 3 with a float8 ``y`` or output, else 2). A CTA takes its tiles one after the
+    other (load, MMA, map, store), so one CTA per SM leaves the SM idle between them; the
+    kernel's shared memory at two tiles in flight (~60 KB with a float8 side, ~77 KB with
+    bf16 in and out) lets three (two) share an SM. The result stages in two buffers, so a
+    tile's store need not wait for the previous tile's.
     """
     h, m_rows = y_t.shape
     tm = TILE_ROWS
     graphs = affine.shape[0]
+    if h != 128 or nodes_sq < tm:
+        raise ValueError(f"norm_mgpu: takes 128 channels and graphs of at least {tm} rows "
+                         f"(a tile spans at most two graphs), got {h} and {nodes_sq}")
     if graphs * nodes_sq != m_rows:
         raise ValueError(f"norm_mgpu: {graphs} graphs of {nodes_sq} rows are not the "
                          f"{m_rows} rows of y")
-    if max_ctas is None:
-        max_ctas = pallas_launch.ctas_per_sm("NORM", default=3) * sm_count()
-    _, ctas, per_cta = tile_plan(m_rows, max_ctas, "norm_mgpu")
     ydt = jnp.dtype(y_t.dtype)
     if not (is_fp8(ydt) or ydt == jnp.bfloat16):
         raise ValueError(f"norm_mgpu: y must be bfloat16 or float8 e4m3, got {ydt}")
     odt = jnp.dtype(out_dtype)
     fp8_out = is_fp8(odt)
+    if max_ctas is None:
+        per_sm = pallas_launch.ctas_per_sm("NORM", default=3 if fp8_out or is_fp8(ydt) else 2)
+        max_ctas = per_sm * sm_count()
+    _, ctas, per_cta = tile_plan(m_rows, max_ctas, "norm_mgpu")
 
     def norm_kernel(y_g, a0_g, a1_g, m0_g, m1_g, eye_g, x_g, eye_s, out_s, bars, *scratch):
         plgpu.copy_gmem_to_smem(eye_g, eye_s, bars.at[0])

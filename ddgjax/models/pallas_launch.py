@@ -152,7 +152,8 @@ def ctas_per_sm(kernel: str, default: int = 1) -> int:
     """CTAs per SM for a persistent Mosaic kernel that can share an SM (``kernel``:
     ``"NORM"``, ``norm_mgpu``; ``"MIX"``, ``mix_norm_mgpu``; ``"READOUT"``, ``readout_mgpu``):
     ``DDGJAX_{kernel}_CTAS_PER_SM``, a whole number >= 1; unset, the kernel's ``default``
-    (the fastest measured: ``norm_mgpu`` 3; the mixing and readout kernels 2 with float8
+    (the fastest measured: ``norm_mgpu`` 3 with a float8 input or output, whose shared
+    memory then fits three CTAs, else 2; the mixing and readout kernels 2 with float8
     weights, whose shared memory then fits two CTAs, else 1; H200, rounds 64-65). A CTA
     takes its tiles one after the other, so one CTA per SM leaves the SM idle at every
     tile's load and store; more CTAs than fit run in waves (the same work). Read when a
@@ -164,6 +165,12 @@ def ctas_per_sm(kernel: str, default: int = 1) -> int:
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"{name}: expected a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def _norm_kernel_record():
+    """``norm_kernel`` for the records: ``"auto"`` where it is unset."""
+    value = norm_kernel()
+    return "auto" if value is None else value
 
 
 def _env_or_unset(name: str):
@@ -207,7 +214,7 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fold_embed", fold_embed), ("fp8_product", fp8_product),
                    ("pair_warp_specialized", pair_warp_specialized),
                    ("fp8_activations_probe", fp8_activations_probe),
-                   ("fp8_activations", fp8_activations), ("norm_kernel", norm_kernel),
+                   ("fp8_activations", fp8_activations), ("norm_kernel", _norm_kernel_record),
                    *((f"{k.lower()}_ctas_per_sm", _env_or_unset(f"DDGJAX_{k}_CTAS_PER_SM"))
                      for k in ("NORM", "MIX", "READOUT")))
 

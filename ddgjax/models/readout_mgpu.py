@@ -101,8 +101,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
 
     ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("READOUT")``
     per SM: 2 with ``fp8_weights``, 1 without); ``ring``: (``w_k^T``, ``x_k``) buffers
-    (default ``RINGS[tile_rows]`` at one CTA per SM, 2 at more, so that two CTAs' shared
-    memory fits an SM with float8 weights; round 65 on an H200: sampling 0.700 against
+    (at least 2; default ``RINGS[tile_rows]``, or 2 where ``max_ctas`` is not given and the
+    default puts two CTAs on an SM, so that their shared memory fits with float8 weights; round 65 on an H200: sampling 0.700 against
     0.707 s)."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
@@ -126,6 +126,9 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         max_ctas = per_sm * sm_count()
         ring = ring or (RINGS[tm] if per_sm == 1 else 2)
     ring = ring or RINGS[tm]
+    if ring < 2:
+        raise ValueError(f"readout_mgpu: ring must be at least 2 (loads run ahead of the MMAs), "
+                         f"got {ring}")
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
     w0p = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0)))                       # [16, H]
