@@ -188,3 +188,19 @@ def test_launch_settings_are_checked_and_part_of_the_trace_key(monkeypatch):
     x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(128, seed=5)
     with pytest.raises(ValueError, match="ring must be at least 2"):
         readout_mgpu.readout(x0, xs, w0, ws, b, wr, br, interpret=True, ring=1)
+
+
+def test_norm_kernel_takes_the_shapes_the_mixing_kernel_hands_it():
+    """``norm_mgpu.supported`` is the mixing kernel's condition at 128 input channels (the
+    norm reads that kernel's ``y^T``): whole tiles no longer than a graph, 128 channels."""
+    sms = pair_mlp_mgpu.sm_count()
+    cases = [(1024 * 3600, 3600, 128), (64 * 3600, 3600, 128), (64 * 4096, 4096, 128),
+             (4 * 3600, 3600, 128), (1024 * 3600, 3600, 64), (1024 * 32, 32, 128),
+             (1000 * 3600 + 64, 3600, 128), (sms * 64 * 4, 64, 128)]
+    for m, nodes_sq, h in cases:
+        assert norm_mgpu.supported(m, nodes_sq, h) == mix_norm_mgpu.supported(
+            m, nodes_sq, 128, h), (m, nodes_sq, h)
+    assert norm_mgpu.supported(1024 * 3600, 3600, 128)
+    assert not norm_mgpu.supported(1024 * 3600, 3600, 64)            # 128 channels only
+    assert not norm_mgpu.supported(1024 * 32, 32, 128)               # graphs under a tile
+    assert not norm_mgpu.supported(1000 * 3600 + 64, 3600, 128)      # not whole graphs

@@ -32,9 +32,9 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models import pallas_launch
+from ddgjax.models import mix_norm_mgpu, pallas_launch
 from ddgjax.models.mix_norm_mgpu import split_row_mask
-from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, is_fp8, load_vector,
+from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, is_fp8, load_vector,
                                          sm_count, smem_transforms, tile_plan,
                                          to_fp8_saturated, transposed)
 
@@ -81,12 +81,9 @@ def normalize_reference(y, affine, row_mask, nodes_sq: int, out_dtype):
 
 def supported(m: int, nodes_sq: int, h: int) -> bool:
     """Whole tiles no longer than a graph, 128 channels, and enough tiles to give most SMs
-    an equal share."""
-    if h != 128 or m % TILE_ROWS or nodes_sq < TILE_ROWS or m % nodes_sq:
-        return False
-    tiles = m // TILE_ROWS
-    sms = sm_count()
-    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+    an equal share: the mixing kernel's conditions (``mix_norm_mgpu.supported``), whose
+    ``y^T`` this kernel reads."""
+    return mix_norm_mgpu.supported(m, nodes_sq, 128, h)
 
 
 def normalize_rows(y_t, affine, split_mask, nodes_sq: int, out_dtype, *,
