@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Round 67 (issues 12/13; prepared in session 31, not yet run), one H200 (~9 min): do the
+# Round 67 (issues 12/13; prepared in session 31). Run in session 32, it ran out of time:
+# training stopped at its 380 s timeout (epoch 1800) and every 45 s sampling timeout struck
+# before a graph was written (docs/results/sbm/round67/first_call_times.txt). Use
+# round67b_sbm_fp8_weights.sh, which ran. One H200 (~9 min planned): do the
 # float8 weight settings keep SPECTRE SBM samples? (Rounds 60-62 checked them on Planar-60
 # only; round 40 checked DDGJAX_FP8_PRODUCT on SBM.) Trains configs/best.py:spectre_sbm as
 # round 40 did (training seed 1, until TRAIN_SECONDS), then samples its best_val (EMA) 5
