@@ -26,7 +26,8 @@ from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
 from ddgjax.ensemble import ensemble_from_workdirs, parse_workdirs  # noqa: E402
 from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
-from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
+from ddgjax.sampling import (configured_num_steps, generate, generate_seeds,  # noqa: E402
+                             load_run)
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "novel", "vun")
 
@@ -45,6 +46,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first_seed", type=int, default=0,
                     help="sampling seeds first_seed .. first_seed + seeds - 1")
+    ap.add_argument("--one_request", action="store_true",
+                    help="sample all seeds in one request (sampling.generate_seeds): a run "
+                         "trained in size buckets compiles each bucket's shape once instead "
+                         "of once per power-of-two group size; the same graphs in float32, "
+                         "in bfloat16 the batch shapes move a few draws (as a batch size does)")
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
     ap.add_argument("--num_steps", type=int, default=0,
                     help="0: the run's config.sample.num_steps")
@@ -106,9 +112,14 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     per_seed = []
     device = jax.devices()[0].device_kind
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
-        res = generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
-                       **options)
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.one_request:   # all seeds' graphs share the batches (sampling.generate_seeds)
+        results = generate_seeds(run, num, seeds, batch_size=num, num_steps=num_steps,
+                                 **options)
+    else:
+        results = (generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
+                            **options) for seed in seeds)
+    for seed, res in zip(seeds, results):
         ev = ({} if args.protocol == "none" else
               evaluate_generated(res["graphs"], ds.test, protocol=args.protocol, train=ds.train,
                                  validity=validity))
@@ -134,6 +145,7 @@ def main() -> None:
            "validity": args.validity, "num_samples": num, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
            "sampler_options": options, "guidance": guide, "ensemble": ensemble,
+           "one_request": args.one_request,
            "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:

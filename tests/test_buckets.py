@@ -220,6 +220,15 @@ def _check_sampling_in_buckets(workdir):
         out = fn(run.params, sampling.graph_keys_at(3, picks),
                  node_mask_from_counts(counts[picks], size))
         np.testing.assert_array_equal(np.asarray(out, np.uint8), a["adj"][picks, :size, :size])
+    # several seeds in one request: each seed's graphs as generate draws them, though
+    # the seeds share each bucket's batches
+    seeds = [1, 2, 5, 6]
+    merged = sampling.generate_seeds(run, 4, seeds, batch_size=16, num_steps=3)
+    for seed, got in zip(seeds, merged):
+        want = sampling.generate(run, 4, seed=seed, batch_size=16, num_steps=3)
+        np.testing.assert_array_equal(got["num_nodes"], want["num_nodes"])
+        np.testing.assert_array_equal(got["adj"], want["adj"])
+        assert got["buckets"] == want["buckets"] == [15, 20]
     plain = sampling.generate(run, len(counts), batch_size=4, buckets=False, **kw)  # 4 x 20
     assert "buckets" not in plain and plain["adj"].shape == (9, 20, 20)
     # another draw of node counts (another seed) reuses the shapes of the first: a bucket's

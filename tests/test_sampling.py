@@ -62,6 +62,25 @@ def test_samples_do_not_depend_on_batch_size(workdir):
     assert not np.array_equal(a["adj"], c["adj"])
 
 
+def test_several_seeds_in_one_request_are_each_seeds_graphs(workdir):
+    """``generate_seeds`` samples the seeds' graphs together (one request, shared
+    batches), and each seed gets exactly ``generate``'s graphs for it: node counts and
+    adjacency; bad seeds are refused by name."""
+    run = sampling.load_run(str(workdir))
+    both = sampling.generate_seeds(run, 5, [3, 8], batch_size=4, num_steps=4)
+    assert [r["request"]["seeds"] for r in both] == [[3, 8], [3, 8]]
+    assert both[0]["request"]["num_samples"] == 10
+    for seed, got in zip((3, 8), both):
+        want = sampling.generate(run, 5, seed=seed, batch_size=4, num_steps=4)
+        np.testing.assert_array_equal(got["num_nodes"], want["num_nodes"])
+        np.testing.assert_array_equal(got["adj"], want["adj"])
+        assert len(got["graphs"]) == 5 and got["num_steps"] == want["num_steps"]
+    assert not np.array_equal(both[0]["adj"], both[1]["adj"])
+    for bad in ([], [1, 1], [-1]):
+        with pytest.raises(sampling.SamplingError, match="seeds"):
+            sampling.generate_seeds(run, 5, bad)
+
+
 def test_samples_do_not_depend_on_the_device_count(workdir):
     """Over several devices each samples its slice of the batch (a shard_map, so kernels
     XLA cannot partition see only their device's graphs); the graphs equal one device's."""
