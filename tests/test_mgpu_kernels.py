@@ -603,9 +603,9 @@ def _set_fp8(monkeypatch, name):
 
 
 def _fp8_ppgn_runs(monkeypatch, names):
-    """A 2-block bf16 PPGN 2x128 through the Mosaic kernels under each float8 setting in
-    ``names`` (``_FP8_SETTINGS``), 4 graphs of 64 pair rows (one tile each): ``(model,
-    params, inputs, {name: logits}, {name: jaxpr text}, float32 logits)``."""
+    """A bf16 PPGN of 2 blocks x 128 channels through the Mosaic kernels under each float8
+    setting in ``names`` (``_FP8_SETTINGS``), 4 graphs of 64 pair rows (one tile each):
+    ``(model, params, inputs, {name: logits}, {name: jaxpr text}, float32 logits)``."""
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
     model = build_model("ppgn", T, hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16,
                         pallas=True)
