@@ -682,3 +682,25 @@ def test_fp8_weights_in_the_ppgn(monkeypatch):
     assert f8_outs("weights_y") > f8_outs("weights")
     assert np.isfinite(out["weights_y"]).all()
     assert err["weights"] < err["weights_y"] < 2.5 * err["fast"], err
+
+
+def test_fp8_trained_weights_are_what_the_float8_kernels_store(monkeypatch):
+    """A PPGN trained with ``fp8_weights`` (its float8-rounded weights everywhere) gives,
+    under ``weights`` (the kernels' float8 weights), exactly what the plain model gives
+    with the same parameters: the kernels store the very values it trained with (rounding
+    twice changes nothing); and through the bf16 kernels, exactly the plain model with
+    the rounded weights."""
+    from test_models import _fp8_rounded_params
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    kw = dict(hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
+    plain, qat = build_model("ppgn", T, **kw), build_model("ppgn", T, fp8_weights=True, **kw)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=2))
+    adj, nm = random_batch(9, [8, 6, 8, 5], 8)           # 4 * 64 rows: one tile per graph
+    t, lv = noise_inputs(4, seed=7)
+    run = lambda m, p: np.asarray(jax.jit(lambda q: m.apply(q, adj, nm, t, lv))(p))
+    _set_fp8(monkeypatch, "weights")
+    np.testing.assert_array_equal(run(qat, params), run(plain, params))
+    _set_fp8(monkeypatch, "plain")
+    got = run(qat, params)
+    np.testing.assert_array_equal(got, run(plain, _fp8_rounded_params(params, 128, 2)))
+    assert _rel(got, run(plain, params)) > 1e-3

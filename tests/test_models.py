@@ -478,6 +478,63 @@ def test_ppgn_fused_block_equals_the_reference_block(remat):
         lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
 
 
+def _fp8_rounded_params(params, hidden: int, num_blocks: int):
+    """``params`` with the weights that the float8 samplers store in float8 rounded as they
+    round them (``round_weights_to_fp8``): blocks 1.. (0-based) pair-MLP first layers and
+    mixing ``x`` rows, the readout's block rows; everything else as it is."""
+    from ddgjax.models.pair_mlp_mgpu import round_weights_to_fp8 as r8
+    p = jax.tree_util.tree_map(np.asarray, jax.device_get(params))
+    p = {"params": {k: jax.tree_util.tree_map(np.copy, v) for k, v in p["params"].items()}}
+    q = p["params"]
+    for k in range(1, num_blocks):
+        b = q[f"block_{k}"]
+        for m in ("m1", "m2"):
+            b[m]["dense_0"]["kernel"] = np.asarray(r8(b[m]["dense_0"]["kernel"]))
+        kx = b["mix"]["kernel"]
+        b["mix"]["kernel"] = np.concatenate([np.asarray(r8(kx[:hidden])), kx[hidden:]])
+    kr = q["readout"]["kernel"]
+    c0 = kr.shape[0] - num_blocks * hidden
+    q["readout"]["kernel"] = np.concatenate([kr[:c0], np.asarray(r8(kr[c0:]))])
+    return p
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_ppgn_fp8_weights_train_the_weights_the_float8_samplers_round(fused):
+    """``fp8_weights=True`` (quantisation-aware training) is the plain model with the
+    float8 samplers' rounded weights, exactly, and its gradient is the plain model's at
+    those weights (straight through the rounding); the rounding does move the outputs."""
+    h, d = 8, 3
+    plain = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused)
+    qat = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused, fp8_weights=True)
+    params = random_params(plain)
+    rounded = _fp8_rounded_params(params, h, d)
+    adj, nm = random_batch(11, [N, N - 2, 5], N)
+    t, lv = noise_inputs(B, seed=4)
+    out = qat.apply(params, adj, nm, t, lv)
+    np.testing.assert_allclose(out, plain.apply(rounded, adj, nm, t, lv), rtol=1e-6,
+                               atol=1e-6)
+    moved = np.abs(np.asarray(out) - np.asarray(plain.apply(params, adj, nm, t, lv))).max()
+    assert moved > 1e-3 * float(np.abs(np.asarray(out)).max())
+    loss = lambda m: (lambda p: jnp.sum(jnp.tanh(m.apply(p, adj, nm, t, lv))))
+    g_qat, g_ref = jax.grad(loss(qat))(params), jax.grad(loss(plain))(rounded)
+    scale = max(float(jnp.max(jnp.abs(x))) for x in jax.tree_util.tree_leaves(g_ref))
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale),
+        g_qat, g_ref)
+    # the rounded kernels get gradients, as every other parameter
+    assert float(jnp.abs(g_qat["params"]["block_1"]["m1"]["dense_0"]["kernel"]).max()) > 0
+
+
+def test_round_weights_to_fp8_trainable_is_the_rounding_with_an_identity_gradient():
+    from ddgjax.models.pair_mlp_mgpu import (round_weights_to_fp8,
+                                             round_weights_to_fp8_trainable)
+    w = jnp.asarray(np.random.default_rng(0).standard_normal((24, 5)) * 0.1, jnp.float32)
+    chex.assert_trees_all_equal(round_weights_to_fp8_trainable(w), round_weights_to_fp8(w))
+    c = jnp.arange(120.0).reshape(24, 5)
+    chex.assert_trees_all_equal(
+        jax.grad(lambda v: jnp.sum(round_weights_to_fp8_trainable(v) * c))(w), c)
+
+
 @pytest.mark.parametrize("fused", [False, True])
 def test_ppgn_mixing_bias_cannot_change_the_output_and_gets_a_zero_gradient(fused):
     """With the instance norm the mixing layer's bias is cancelled by the norm's mean: moving

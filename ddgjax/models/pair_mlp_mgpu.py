@@ -158,6 +158,21 @@ def round_weights_to_fp8(w):
     return w8.astype(jnp.float32) * scale[..., None, :]
 
 
+@jax.custom_jvp
+def round_weights_to_fp8_trainable(w):
+    """``round_weights_to_fp8(w)`` (exactly: the same float32 values) with a
+    straight-through gradient (the identity), for training a model whose weights are
+    their float8 roundings (quantisation-aware training, ``PPGN.fp8_weights``). ``w``
+    ``[..., K, N]``; float32 out."""
+    return round_weights_to_fp8(w)
+
+
+@round_weights_to_fp8_trainable.defjvp
+def _round_weights_to_fp8_trainable_jvp(primals, tangents):
+    (w,), (w_dot,) = primals, tangents
+    return round_weights_to_fp8(w), jnp.asarray(w_dot, jnp.float32)
+
+
 def exact_bf16(x):
     """A float8 array as bfloat16 (exact: every e4m3 value is a bfloat16 value); any other
     array as it is. What the XLA references and the Triton kernels read."""

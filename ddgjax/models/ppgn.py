@@ -89,6 +89,9 @@ class Linear(nn.Module):
     # False: the bias gets an exact zero gradient (for a layer whose output an instance
     # norm centres, where the bias cannot change anything downstream)
     bias_gradient: bool = True
+    # (start, stop): the kernel rows start:stop (stop None: to the end) are used rounded to
+    # float8 (``round_weights_to_fp8_trainable``: straight-through gradient); None: none
+    fp8_rows: tuple | None = None
 
     @nn.compact
     def __call__(self, *xs):
@@ -99,6 +102,8 @@ class Linear(nn.Module):
         kernel = self.param("kernel", nn.initializers.lecun_normal(),
                             (sum(widths), self.features), jnp.float32)
         bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
+        if self.fp8_rows is not None:
+            kernel = fp8_rows_rounded(kernel, *self.fp8_rows)
         kernel = kernel.astype(self.compute_dtype)
         y, row = None, 0
         for x, s, w in zip(xs, specs, widths):
@@ -113,16 +118,33 @@ class Linear(nn.Module):
         return y + bias.astype(self.compute_dtype).reshape(shape)
 
 
+def fp8_rows_rounded(kernel: jax.Array, start: int, stop: int | None) -> jax.Array:
+    """``kernel`` ``[K, F]`` with rows ``start:stop`` rounded to float8 as a whole
+    (``round_weights_to_fp8_trainable``: per-column power-of-two scales over those rows,
+    straight-through gradient), the other rows as they are."""
+    part = pair_mlp_mgpu.round_weights_to_fp8_trainable(kernel[start:stop])
+    stop = kernel.shape[0] if stop is None else stop
+    return jnp.concatenate([kernel[:start], part, kernel[stop:]]).astype(kernel.dtype)
+
+
+def fp8_trained(kernel: jax.Array, on: bool) -> jax.Array:
+    """``kernel`` rounded to float8 (straight-through gradient) where ``on``, else as it is."""
+    return pair_mlp_mgpu.round_weights_to_fp8_trainable(kernel) if on else kernel
+
+
 class PairMLP(nn.Module):
-    """Per-entry MLP: Dense -> leaky_relu(0.01) -> Dense (both ``features`` wide)."""
+    """Per-entry MLP: Dense -> leaky_relu(0.01) -> Dense (both ``features`` wide).
+    ``fp8_first``: the first layer's kernel is used rounded to float8 (``PPGN.fp8_weights``)."""
 
     features: int
     compute_dtype: Any = jnp.float32
     out: str = "bijd"
+    fp8_first: bool = False
 
     @nn.compact
     def __call__(self, x):
-        x = Linear(self.features, self.compute_dtype, name="dense_0")(x)
+        x = Linear(self.features, self.compute_dtype, name="dense_0",
+                   fp8_rows=(0, None) if self.fp8_first else None)(x)
         x = leaky_relu(x)
         return Linear(self.features, self.compute_dtype, out=self.out, name="dense_1")(x)
 
@@ -174,6 +196,9 @@ class PPGNBlock(nn.Module):
     compute_dtype: Any = jnp.float32
     eps: float = 1e-5
     norm: str = "instance"
+    # the weights that multiply x (the pair MLPs' first layers, the mixing layer's x rows)
+    # used rounded to float8 (PPGN.fp8_weights)
+    fp8_weights: bool = False
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None):
@@ -182,8 +207,10 @@ class PPGNBlock(nn.Module):
         # m1, m2 leave their last Dense channels-first ("dbij"), so the per-channel
         # product is a plain batched GEMM over the leading (c, b) axes and XLA needs no
         # transposes; the mix layer reads prod in that layout directly.
-        m1 = PairMLP(self.hidden, cdt, out="dbij", name="m1")(x) * mask_sq[None].astype(cdt)
-        m2 = PairMLP(self.hidden, cdt, out="dbij", name="m2")(x)
+        w8 = self.fp8_weights
+        m1 = PairMLP(self.hidden, cdt, out="dbij", name="m1", fp8_first=w8)(x) * mask_sq[
+            None].astype(cdt)
+        m2 = PairMLP(self.hidden, cdt, out="dbij", name="m2", fp8_first=w8)(x)
         prod = channel_matmul(m1, m2) * inv_sqrt_n.astype(cdt)[None, :, None, None]
         # Padding rows/columns of m2 and prod need no mask: m1 is zero on every padding
         # entry (so the sum over k sees real k only) and the norm below masks the rest.
@@ -191,7 +218,8 @@ class PPGNBlock(nn.Module):
         # the block's output: its gradient is exactly zero, and autodiff's sum of dy over
         # every entry would be rounding noise that Adam scales up to full-size steps.
         y = Linear(self.hidden, cdt, specs=("bijc", "cbij"), name="mix",
-                   bias_gradient=self.norm != "instance")(x, prod)
+                   bias_gradient=self.norm != "instance",
+                   fp8_rows=(0, x.shape[-1]) if w8 else None)(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, jnp.float32), film,
                              mask_sq, cdt)
 
@@ -223,6 +251,7 @@ class PPGNBlockFused(nn.Module):
     eps: float = 1e-5
     pallas: bool = False
     norm: str = "instance"
+    fp8_weights: bool = False     # as PPGNBlock's
 
     @nn.compact
     def __call__(self, x, mask_sq, inv_sqrt_n, film=None, embed=None):
@@ -243,6 +272,8 @@ class PPGNBlockFused(nn.Module):
         scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt)  # [B, N, N]
         rows = x.shape[0] * x.shape[1] * x.shape[2]
         nodes_sq = x.shape[1] * x.shape[2]
+        if self.fp8_weights:                  # (a folded block never rounds: PPGN)
+            k10, k20 = (fp8_trained(k, embed is None) for k in (k10, k20))
         if embed is not None:
             if not (self.pallas and self.norm == "instance"
                     and both_kernels_take(rows, nodes_sq, x.shape[-1], h)):
@@ -287,13 +318,14 @@ class PPGNBlockFused(nn.Module):
             if probe:
                 prod = round_to_fp8(prod)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
-                y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False)(
+                y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False,
+                           fp8_rows=(0, c_in) if self.fp8_weights else None)(
                     pair_mlp_mgpu.exact_bf16(x_in), pair_mlp_mgpu.exact_bf16(prod))
                 return block_output(film_modulate(
                     masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film, mask_sq,
                     cdt))
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
-            kx, kp = kmix[:c_in], kmix[c_in:]
+            kx, kp = fp8_trained(kmix[:c_in], self.fp8_weights and embed is None), kmix[c_in:]
             if embed is not None:
                 kx, bmix = fold_linear(embed, kx, bmix)
             if w8:
@@ -327,7 +359,8 @@ class PPGNBlockFused(nn.Module):
         m = jnp.einsum("bijc,cd->dbij", hid, k1) + b1[:, None, None, None]  # [2h, B, N, N]
         prod = channel_matmul(m[:h] * scale[None], m[h:])
         y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix",
-                   bias_gradient=self.norm != "instance")(x, prod)
+                   bias_gradient=self.norm != "instance",
+                   fp8_rows=(0, c_in) if self.fp8_weights else None)(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
 
@@ -430,6 +463,15 @@ class PPGN(nn.Module):
         channel over the real entries, the paper's) or ``"layer"`` (per entry over the
         channels, which keeps each graph's channel means and scales, such as absolute
         counts; the Pallas kernels then leave the mixing layer and norm to XLA).
+      fp8_weights: the weights that multiply a block's output, which the float8 sampling
+        settings store in float8 (``pallas_launch.fp8_activations`` ``weights`` and
+        ``weights_y``: blocks ``2..d``'s pair-MLP first layers and their mixing layers'
+        ``x`` rows, the readout's block rows), are used rounded to float8 everywhere, as
+        those settings round them (``pair_mlp_mgpu.round_weights_to_fp8``; per output
+        column power-of-two scales), with a straight-through gradient in training
+        (quantisation-aware training). A model trained so computes the same function on
+        every path, and the float8 samplers add only the rounding of its activations.
+        False (the paper's): the weights as they are.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -464,6 +506,7 @@ class PPGN(nn.Module):
     fused: bool = False
     pallas: bool = False
     norm: str = "instance"
+    fp8_weights: bool = False
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None, *,
@@ -518,7 +561,9 @@ class PPGN(nn.Module):
         for k in range(self.num_blocks):
             film = () if films[k] is None else (films[k],)
             fold = {"embed": embed} if (k == 0 and embed is not None) else {}
-            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra)(
+            # (block_0 reads the embedding, which the float8 settings keep in bfloat16)
+            w8 = {"fp8_weights": True} if (self.fp8_weights and k >= 1) else {}
+            x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra, **w8)(
                 x, sq, inv_sqrt_n, *film, **fold)
             if self.dropout > 0.0:
                 x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
@@ -533,7 +578,8 @@ class PPGN(nn.Module):
                                                   self.hidden)):
             logits = self.readout_kernel(outs, rows)
         else:
-            z = Linear(self.hidden, self.compute_dtype, name="readout")(
+            z = Linear(self.hidden, self.compute_dtype, name="readout",
+                       fp8_rows=(c0, None) if self.fp8_weights else None)(
                 *(pair_mlp_mgpu.exact_bf16(o) for o in outs))
             z = z + leaky_relu(Linear(self.hidden, self.compute_dtype, name="residual")(z))
             logits = Linear(1, jnp.float32, name="out")(z)[..., 0]
@@ -562,7 +608,7 @@ class PPGN(nn.Module):
         k_res, b_res = DenseParams(h, name="residual")(h)
         k_out, b_out = DenseParams(1, name="out")(h)
         as_read = lambda o: o if pair_mlp_mgpu.is_fp8(o.dtype) else o.astype(cdt)
-        k_blocks = k_read[c0:]
+        k_blocks = fp8_trained(k_read[c0:], self.fp8_weights)
         # float8 weights on float8 block outputs (pallas_launch.fp8_activations "weights"):
         # rounded here over all blocks as the kernel stores them
         w8 = (pallas_launch.fp8_activations() in ("weights", "weights_y")
