@@ -1180,3 +1180,23 @@ def test_ppgn_layer_norm_fused_equals_reference_is_equivariant_and_padding_free(
     with pytest.raises(ValueError, match="config.model.ppgn.norm"):
         build_model("ppgn", T, hidden=8, num_blocks=2, norm="batch").init(
             jax.random.key(0), adj, nm, t, lv)
+
+
+@pytest.mark.parametrize("tile_rows,nodes_sq,tiles", [(128, 3600, 900), (64, 96, 12),
+                                                      (16, 16, 5), (64, 160, 10)])
+def test_graph_sums_from_tile_parts_equal_float64_sums_per_graph(tile_rows, nodes_sq, tiles):
+    """The per-graph sums of per-tile parts (the mixing kernels' statistics) equal float64
+    sums of each graph's parts, also with graphs whose rows do not fill whole tiles and
+    tiles spanning two graphs."""
+    from ddgjax.models.common import graph_sums_from_tile_parts
+    assert (tiles * tile_rows) % nodes_sq == 0                    # whole graphs
+    rng = np.random.default_rng(tiles)
+    partial = rng.standard_normal((tiles, 4, 8)).astype(np.float32)
+    graphs = tiles * tile_rows // nodes_sq
+    want = np.zeros((graphs, 2, 8))
+    for t in range(tiles):
+        g = t * tile_rows // nodes_sq
+        want[g] += partial[t, :2]
+        want[min(g + 1, graphs - 1)] += partial[t, 2:]
+    got = graph_sums_from_tile_parts(jnp.asarray(partial), tile_rows, nodes_sq)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-5, atol=1e-5)

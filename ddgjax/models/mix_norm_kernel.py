@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from ddgjax.models import mix_norm_mgpu, pair_mlp_mgpu, pallas_launch
+from ddgjax.models.common import graph_sums_from_tile_parts
 
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -135,11 +136,7 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "trit
                    jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
         **pallas_launch.call_options("DDGJAX_MIX"),
     )(x, prod, wx, wp, b, row_mask)
-    graphs = m_rows // nodes_sq
-    first_graph = (jnp.arange(tiles) * tm) // nodes_sq                       # [T]
-    ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
-    parts = jnp.concatenate([partial[:, :2], partial[:, 2:]])               # [2T, 2, H]
-    return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
+    return y, graph_sums_from_tile_parts(partial, tm, nodes_sq)
 
 
 def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq: int):

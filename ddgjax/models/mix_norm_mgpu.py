@@ -30,6 +30,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from ddgjax.models import pallas_launch
+from ddgjax.models.common import graph_sums_from_tile_parts
 from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, fp8_tile_to_f16_smem,
                                          is_fp8, load_vector, sm_count, smem_transforms,
                                          tile_plan, to_fp8_columns, transposed)
@@ -227,12 +228,7 @@ def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
     y, partial = mix_with_partial_sums(x, prod, wx, wp, b, split_row_mask(row_mask, nodes_sq),
                                        **kw)
     y = y.T                           # [H, M] -> [M, H]; XLA may fuse it into the norm
-    tiles = partial.shape[0]
-    graphs = m_rows // nodes_sq
-    first_graph = (jnp.arange(tiles) * TILE_ROWS) // nodes_sq
-    ids = jnp.concatenate([first_graph, jnp.minimum(first_graph + 1, graphs - 1)])
-    parts = jnp.concatenate([partial[:, :2], partial[:, 2:]])                # [2T, 2, H]
-    return y, jax.ops.segment_sum(parts, ids, num_segments=graphs)
+    return y, graph_sums_from_tile_parts(partial, TILE_ROWS, nodes_sq)
 
 
 def random_inputs(graphs: int, nodes_sq: int, seed: int = 0, dtype=jnp.bfloat16):
