@@ -689,7 +689,9 @@ def test_fp8_trained_weights_are_what_the_float8_kernels_store(monkeypatch):
     under ``weights`` (the kernels' float8 weights), exactly what the plain model gives
     with the same parameters: the kernels store the very values it trained with (rounding
     twice changes nothing); and through the bf16 kernels, exactly the plain model with
-    the rounded weights."""
+    the rounded weights. Sampling a model not trained so under the float8 weights warns."""
+    import warnings
+
     from test_models import _fp8_rounded_params
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
     kw = dict(hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
@@ -699,7 +701,13 @@ def test_fp8_trained_weights_are_what_the_float8_kernels_store(monkeypatch):
     t, lv = noise_inputs(4, seed=7)
     run = lambda m, p: np.asarray(jax.jit(lambda q: m.apply(q, adj, nm, t, lv))(p))
     _set_fp8(monkeypatch, "weights")
-    np.testing.assert_array_equal(run(qat, params), run(plain, params))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trained = run(qat, params)
+    assert not [w for w in caught if "fp8_weights=true" in str(w.message)]   # trained so
+    with pytest.warns(UserWarning, match="fp8_weights=true"):
+        untrained = run(plain, params)
+    np.testing.assert_array_equal(trained, untrained)
     _set_fp8(monkeypatch, "plain")
     got = run(qat, params)
     np.testing.assert_array_equal(got, run(plain, _fp8_rounded_params(params, 128, 2)))

@@ -44,6 +44,7 @@ instance-norm statistics, the last Dense(h -> 1) and the logits are float32.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import flax.linen as nn
@@ -176,6 +177,14 @@ class PairMLPParams(nn.Module):
 
 
 FP8_A_SCALE = pair_mlp_kernel.FP8_A_SCALE
+
+FP8_UNTRAINED_WARNING = (
+    "DDGJAX_FP8_ACTIVATIONS=weights/weights_y rounds this PPGN's weights to float8, but it "
+    "was not trained so (config.model.ppgn.fp8_weights=false): on Planar-60 and SPECTRE SBM "
+    "checkpoints that rounding cost up to 14 % in average MMD and 5 points of V.U.N. "
+    "(docs/benchmarks.md, rounds 66-67); a model trained with "
+    "--config.model.ppgn.fp8_weights=true samples under these settings as it was trained "
+    "(rounds 69-71)")
 
 
 def channel_matmul_fp8(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -615,6 +624,8 @@ class PPGN(nn.Module):
               and all(pair_mlp_mgpu.is_fp8(o.dtype) for o in outs[1:]))
         if w8:
             k_blocks = pair_mlp_mgpu.round_weights_to_fp8(k_blocks)
+            if not self.fp8_weights:
+                warnings.warn(FP8_UNTRAINED_WARNING, stacklevel=2)
         zt = readout_mgpu.readout_differentiable(
             outs[0].reshape(rows, c0).astype(cdt),
             tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
