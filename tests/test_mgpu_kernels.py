@@ -692,7 +692,7 @@ def test_fp8_trained_weights_are_what_the_float8_kernels_store(monkeypatch):
     the rounded weights. Sampling a model not trained so under the float8 weights warns."""
     import warnings
 
-    from test_models import _fp8_rounded_params
+    from ddgjax.models.ppgn import fp8_rounded_params
     monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
     kw = dict(hidden=128, num_blocks=2, compute_dtype=jnp.bfloat16, pallas=True)
     plain, qat = build_model("ppgn", T, **kw), build_model("ppgn", T, fp8_weights=True, **kw)
@@ -710,5 +710,5 @@ def test_fp8_trained_weights_are_what_the_float8_kernels_store(monkeypatch):
     np.testing.assert_array_equal(trained, untrained)
     _set_fp8(monkeypatch, "plain")
     got = run(qat, params)
-    np.testing.assert_array_equal(got, run(plain, _fp8_rounded_params(params, 128, 2)))
+    np.testing.assert_array_equal(got, run(plain, fp8_rounded_params(params, 128, 2)))
     assert _rel(got, run(plain, params)) > 1e-3

@@ -8,7 +8,7 @@ import pytest
 
 from ddgjax.graphs import edge_mask
 from ddgjax.models import EDPGNN, MODELS, PPGN, build_model, model_fields
-from ddgjax.models.ppgn import PPGNBlock
+from ddgjax.models.ppgn import PPGNBlock, fp8_rounded_params
 
 from helpers import random_batch
 
@@ -478,26 +478,6 @@ def test_ppgn_fused_block_equals_the_reference_block(remat):
         lambda a, b: np.testing.assert_allclose(b, a, rtol=1e-3, atol=1e-4 * scale), g_ref, g)
 
 
-def _fp8_rounded_params(params, hidden: int, num_blocks: int):
-    """``params`` with the weights that the float8 samplers store in float8 rounded as they
-    round them (``round_weights_to_fp8``): blocks 1.. (0-based) pair-MLP first layers and
-    mixing ``x`` rows, the readout's block rows; everything else as it is."""
-    from ddgjax.models.pair_mlp_mgpu import round_weights_to_fp8 as r8
-    p = jax.tree_util.tree_map(np.asarray, jax.device_get(params))
-    p = {"params": {k: jax.tree_util.tree_map(np.copy, v) for k, v in p["params"].items()}}
-    q = p["params"]
-    for k in range(1, num_blocks):
-        b = q[f"block_{k}"]
-        for m in ("m1", "m2"):
-            b[m]["dense_0"]["kernel"] = np.asarray(r8(b[m]["dense_0"]["kernel"]))
-        kx = b["mix"]["kernel"]
-        b["mix"]["kernel"] = np.concatenate([np.asarray(r8(kx[:hidden])), kx[hidden:]])
-    kr = q["readout"]["kernel"]
-    c0 = kr.shape[0] - num_blocks * hidden
-    q["readout"]["kernel"] = np.concatenate([kr[:c0], np.asarray(r8(kr[c0:]))])
-    return p
-
-
 @pytest.mark.parametrize("fused", [False, True])
 def test_ppgn_fp8_weights_train_the_weights_the_float8_samplers_round(fused):
     """``fp8_weights=True`` (quantisation-aware training) is the plain model with the
@@ -507,7 +487,7 @@ def test_ppgn_fp8_weights_train_the_weights_the_float8_samplers_round(fused):
     plain = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused)
     qat = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused, fp8_weights=True)
     params = random_params(plain)
-    rounded = _fp8_rounded_params(params, h, d)
+    rounded = fp8_rounded_params(params, h, d)
     adj, nm = random_batch(11, [N, N - 2, 5], N)
     t, lv = noise_inputs(B, seed=4)
     out = qat.apply(params, adj, nm, t, lv)

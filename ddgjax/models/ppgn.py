@@ -50,6 +50,7 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ddgjax.models import (mix_norm_kernel, norm_mgpu, pair_mlp_kernel, pair_mlp_mgpu,
                            pallas_launch, readout_mgpu)
@@ -372,6 +373,27 @@ class PPGNBlockFused(nn.Module):
                    fp8_rows=(0, c_in) if self.fp8_weights else None)(x, prod)
         return film_modulate(block_norm(y, mask_sq, self.norm, self.eps, ndt, one_pass=True),
                              film, mask_sq, cdt)
+
+
+def fp8_rounded_params(variables, hidden: int, num_blocks: int):
+    """A PPGN's variables (``{"params": ...}``) with the weights that ``PPGN.fp8_weights``
+    rounds rounded (``round_weights_to_fp8``): blocks ``1..d-1``'s pair-MLP first layers
+    and mixing ``x`` rows, the readout's block rows; the rest as they are (numpy arrays).
+    A model without ``fp8_weights`` applied to them computes what one with it computes
+    from ``variables`` (for diagnosing what the rounding changes; tests)."""
+    r8 = lambda w: np.asarray(pair_mlp_mgpu.round_weights_to_fp8(w))
+    out = jax.tree_util.tree_map(lambda a: np.array(a), jax.device_get(variables))
+    p = out["params"]
+    for k in range(1, num_blocks):
+        block = p[f"block_{k}"]
+        for m in ("m1", "m2"):
+            block[m]["dense_0"]["kernel"] = r8(block[m]["dense_0"]["kernel"])
+        kx = block["mix"]["kernel"]
+        block["mix"]["kernel"] = np.concatenate([r8(kx[:hidden]), kx[hidden:]])
+    kr = p["readout"]["kernel"]
+    c0 = kr.shape[0] - num_blocks * hidden
+    p["readout"]["kernel"] = np.concatenate([kr[:c0], r8(kr[c0:])])
+    return out
 
 
 def round_to_fp8(x: jax.Array) -> jax.Array:
