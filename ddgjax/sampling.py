@@ -202,7 +202,8 @@ def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_
     as ``batch_size`` graphs at ``max_nodes``), at most the group's size rounded up to a
     power of two (rounded to devices). The power of two lets calls that draw other node
     counts (another seed) reuse a bucket's compiled shapes: at most ``log2(cap) + 1`` per
-    bucket, instead of one per group size (the samples do not depend on the batch)."""
+    bucket, instead of one per group size (the samples do not depend on the batch in
+    float32; in bfloat16 a batch shape can move a few draws by rounding: module docstring)."""
     fit = lambda b, m: max(n_dev, int(math.ceil(min(b, m) / n_dev) * n_dev))
     if not bounds:
         return [(max_nodes, np.arange(len(node_counts)), fit(batch_size, len(node_counts)))]

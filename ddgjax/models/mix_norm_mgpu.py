@@ -224,7 +224,6 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
 def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, **kw):
     """``mix_with_stats_reference`` (same arguments and results) through the kernel
     (``kw``: ``mix_with_partial_sums``'s options)."""
-    m_rows = x.shape[0]
     y, partial = mix_with_partial_sums(x, prod, wx, wp, b, split_row_mask(row_mask, nodes_sq),
                                        **kw)
     y = y.T                           # [H, M] -> [M, H]; XLA may fuse it into the norm
