@@ -17,8 +17,9 @@ from ddgjax.parallel import batch_sharded, make_mesh, put_global, replicate
 from ddgjax.processes import bitflip, process_from_config
 
 
-def tiny_setup(model_name, loss, batch=8):
+def tiny_setup(model_name, loss, batch=8, **ppgn_options):
     cfg = test_config.get_config()
+    cfg.model.ppgn.update(ppgn_options)
     cfg.model.name = model_name
     cfg.diffusion.loss = loss
     cfg.train.lr = 5e-3
@@ -65,6 +66,28 @@ def test_jitted_steps_lower_the_loss(model_name, loss):
     assert np.all(np.isfinite(losses))
     assert int(state.step) == 40
     assert after < 0.9 * before, (before, after)
+
+
+def test_fp8_weights_config_trains_the_rounded_model():
+    """``config.model.ppgn.fp8_weights=true`` reaches the model; its jitted steps lower the
+    loss, and the trained model is the plain one with its rounded weights."""
+    from ddgjax.models.ppgn import fp8_rounded_params
+    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple", fp8_weights=True)
+    assert model.fp8_weights
+    mesh = make_mesh(jax.devices()[:1])
+    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
+    before = fixed_loss(model, state.params, process, data)
+    idx = np.tile(np.arange(data.adj.shape[0], dtype=np.int32), (40, 1))
+    state, losses = run_chunk(chunk, state, data, idx, mesh)
+    assert np.all(np.isfinite(losses))
+    assert fixed_loss(model, state.params, process, data) < 0.9 * before
+    plain = model.clone(fp8_weights=False)
+    rounded = fp8_rounded_params(state.params, cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks)
+    t = jnp.zeros((data.adj.shape[0],), jnp.int32)
+    lv = jnp.full((data.adj.shape[0],), 0.2, jnp.float32)
+    args = (jnp.asarray(data.adj), jnp.asarray(data.node_mask), t, lv)
+    np.testing.assert_allclose(model.apply(state.params, *args), plain.apply(rounded, *args),
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_train_step_compiles_once(monkeypatch):
