@@ -1,7 +1,8 @@
 """Per-graph sums of the mixing kernels' per-tile statistics: ``jax.ops.segment_sum`` (a
 scatter-add: ``ddgjax.models.common.graph_sums_from_tile_parts``, what the kernels use)
 against a static gather that XLA fuses into one reduction (``gather_sums``, here only: it
-ran at half the scatter's speed on an H200 in round 70), at the Planar-60 sampling shape.
+ran at half the scatter's speed on an H200 in round 70, against the scatter of the parts
+interleaved; the helper concatenates them), at the Planar-60 sampling shape.
 
     python benchmarks/tile_sums.py [--graphs 1024] [--nodes 60] [--tile_rows 64] [--out F]
 
