@@ -24,10 +24,6 @@ import numpy as np  # noqa: E402
 from ddgjax import sampling, training  # noqa: E402
 
 
-def _fresh_caches():
-    sampling._EXECUTABLES.clear()
-    sampling._COMPILED.clear()
-    jax.clear_caches()
 
 
 def main():
@@ -52,11 +48,11 @@ def main():
     run = sampling.load_run(workdir, a.checkpoint)
     seeds = list(range(a.seeds))
     kw = dict(batch_size=a.num, num_steps=a.num_steps)
-    _fresh_caches()
+    sampling.clear_compiled()
     t0 = time.time()
     loop = [sampling.generate(run, a.num, seed=s, **kw) for s in seeds]
     loop_s = time.time() - t0
-    _fresh_caches()
+    sampling.clear_compiled()
     t0 = time.time()
     merged = sampling.generate_seeds(run, a.num, seeds, **kw)
     merged_s = time.time() - t0

@@ -174,6 +174,15 @@ def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
     return exe, time.time() - t0
 
 
+def clear_compiled() -> None:
+    """Forget every sampler this process compiled (``compiled_sampler``'s jitted functions
+    and ``sampler_executable``'s executables) and JAX's own caches, so that the next
+    request compiles afresh (benchmarks that time compiling)."""
+    _EXECUTABLES.clear()
+    _COMPILED.clear()
+    jax.clear_caches()
+
+
 def graph_keys(seed: int, first: int, count: int) -> jax.Array:
     """``[count]`` keys ``fold_in(key(seed), i)`` for request indices ``first .. first+count-1``."""
     return graph_keys_at(seed, np.arange(first, first + count))

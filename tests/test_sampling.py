@@ -161,10 +161,11 @@ def test_sampler_compiles_once_per_shape(module, fn, monkeypatch, tmp_path):
 
 def test_each_batch_is_sampled_once_and_compiling_is_timed_apart(monkeypatch):
     """generate compiles a batch shape ahead of its first batch (compile_seconds), runs
-    every batch exactly once (seconds), and a later call of the same shape compiles
-    nothing."""
+    every batch exactly once (seconds), a later call of the same shape compiles nothing,
+    and after ``clear_compiled`` the next call compiles again (the same graphs)."""
     run = sampling.load_run(str(OLD_RUN))
     monkeypatch.setattr(sampling, "_EXECUTABLES", {})
+    monkeypatch.setattr(sampling, "_COMPILED", {})
     calls = []
     real = sampling.sampler_executable
 
@@ -178,6 +179,11 @@ def test_each_batch_is_sampled_once_and_compiling_is_timed_apart(monkeypatch):
     again = sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
     assert len(calls) == 6 and again["compile_seconds"] == 0.0
     np.testing.assert_array_equal(first["adj"], again["adj"])
+    sampling.clear_compiled()                             # then it compiles afresh
+    assert not sampling._EXECUTABLES and not sampling._COMPILED
+    fresh = sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
+    assert fresh["compile_seconds"] > 0
+    np.testing.assert_array_equal(first["adj"], fresh["adj"])
 
 
 def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
