@@ -90,6 +90,17 @@ def test_fp8_weights_config_trains_the_rounded_model():
                                rtol=1e-5, atol=1e-5)
 
 
+def test_fp8_weights_is_a_ppgn_option():
+    """``config.model.ppgn.fp8_weights`` with another model is a config error naming it."""
+    from ddgjax.configuration import ConfigError, validate_config
+    cfg = test_config.get_config()
+    cfg.model.ppgn.fp8_weights = True
+    validate_config(cfg)                                   # (the test config is a PPGN)
+    cfg.model.name = "edp"
+    with pytest.raises(ConfigError, match="config.model.ppgn.fp8_weights"):
+        validate_config(cfg)
+
+
 def test_train_step_compiles_once(monkeypatch):
     """Three chunks of the same shape trace the step (and so the loss) once."""
     cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
