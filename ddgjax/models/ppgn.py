@@ -282,8 +282,10 @@ class PPGNBlockFused(nn.Module):
         scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(cdt)  # [B, N, N]
         rows = x.shape[0] * x.shape[1] * x.shape[2]
         nodes_sq = x.shape[1] * x.shape[2]
-        if self.fp8_weights:                  # (a folded block never rounds: PPGN)
-            k10, k20 = (fp8_trained(k, embed is None) for k in (k10, k20))
+        if self.fp8_weights and embed is not None:   # (PPGN folds into block_0 only)
+            raise ValueError(f"PPGNBlockFused {self.name}: fp8_weights rounds weights that "
+                             "multiply a block output, not a folded embedding")
+        k10, k20 = (fp8_trained(k, self.fp8_weights) for k in (k10, k20))
         if embed is not None:
             if not (self.pallas and self.norm == "instance"
                     and both_kernels_take(rows, nodes_sq, x.shape[-1], h)):
@@ -335,7 +337,7 @@ class PPGNBlockFused(nn.Module):
                     masked_instance_norm_one_pass(y, mask_sq, self.eps, ndt), film, mask_sq,
                     cdt))
             kmix, bmix = DenseParams(h, name="mix")(c_in + h)          # Linear's parameters
-            kx, kp = fp8_trained(kmix[:c_in], self.fp8_weights and embed is None), kmix[c_in:]
+            kx, kp = fp8_trained(kmix[:c_in], self.fp8_weights), kmix[c_in:]
             if embed is not None:
                 kx, bmix = fold_linear(embed, kx, bmix)
             if w8:
