@@ -4,7 +4,8 @@
 # (einsum, the default). Small models (Ego-small PPGN 6x32, N = 18) are bound by their
 # kernels' count and small GEMM tiles, so a product with no GEMM tiles to pad may shorten
 # their step and the five-seed step; the Planar-60 train step is the control.
-#   bash benchmarks/calls/round74_channel_product.sh OUT
+#   bash benchmarks/calls/round74_channel_product.sh OUT   (at commit b2aa17f: the switch and
+#   benchmarks/channel_product.py were removed after this round)
 set -u
 OUT=${1:?OUT}
 mkdir -p "$OUT"

@@ -8,43 +8,19 @@ may read either triangle and never see padding.
 """
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 
 from ddgjax.graphs import edge_mask
 
 
-CHANNEL_PRODUCTS = ("einsum", "reduce")
-
-
-def channel_product_mode() -> str:
-    """How ``channel_matmul`` is written: ``"einsum"`` (the default) or ``"reduce"``;
-    ``DDGJAX_CHANNEL_PRODUCT`` chooses, read when a program is traced."""
-    mode = os.environ.get("DDGJAX_CHANNEL_PRODUCT", "einsum").strip().lower() or "einsum"
-    if mode not in CHANNEL_PRODUCTS:
-        raise ValueError(f"DDGJAX_CHANNEL_PRODUCT: expected one of {CHANNEL_PRODUCTS}, "
-                         f"got {mode!r}")
-    return mode
-
-
-def channel_matmul(a: jax.Array, b: jax.Array, mode: str | None = None) -> jax.Array:
+def channel_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     """Per-channel matrix product over the node axis, channels first (the PPGN block's
     product; here so that the kernels' modules and ``ppgn`` share it).
 
-    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``.
-    ``mode`` (default ``channel_product_mode()``): ``"einsum"``, one ``dot_general`` with
-    batch dimensions ``(c, b)`` (a batched GEMM on GPU); ``"reduce"``, the broadcast
-    products summed over ``k`` in float32, which XLA fuses into one reduction (no GEMM
-    tiles to pad for small ``N``). Both return ``a``'s dtype.
+    ``a``, ``b``: ``[C, B, N, N]`` -> ``[C, B, N, N]``, ``out[c, b] = a[c, b] @ b[c, b]``;
+    one ``dot_general`` with batch dimensions ``(c, b)`` (a cuBLAS batched GEMM on GPU).
     """
-    mode = channel_product_mode() if mode is None else mode
-    if mode == "reduce":
-        f32 = jnp.float32
-        out = jnp.sum(a.astype(f32)[..., :, :, None] * b.astype(f32)[..., None, :, :],
-                      axis=-2)
-        return out.astype(jnp.result_type(a, b))
     return jnp.einsum("cbik,cbkj->cbij", a, b)
 
 
