@@ -49,13 +49,16 @@ def get_config():
     # fp8_weights: train (and sample) with the weights that the float8 samplers store in
     # float8 rounded as they round them (quantisation-aware training; straight-through
     # gradient), so that DDGJAX_FP8_ACTIVATIONS=weights / weights_y keep the model's function.
+    # fp8_activations: train (and sample) with every block's output rounded to float8 as
+    # those settings store it (quantisation-aware training of the activations).
     config.model.ppgn = ml_collections.ConfigDict(dict(hidden=32, num_blocks=6,
                                                        noise_features="linear", walk_features=0,
                                                        spectral_features=0,
                                                        self_condition=False, dropout=0.0,
                                                        remat=False, film=False, norm="instance",
                                                        fused=False, pallas=False,
-                                                       fp8_weights=False))
+                                                       fp8_weights=False,
+                                                       fp8_activations=False))
     config.model.edp = ml_collections.ConfigDict(
         dict(num_layers=5, gin_steps=4, channels=4, hidden=16))
     # graph transformer (ddgjax/models/transformer.py): layers, node / edge / graph widths,

@@ -128,9 +128,10 @@ def validate_config(config) -> None:
         raise ConfigError(f"config.model.ppgn.dropout: expected a value in [0, 1), got {dropout}")
     if dropout > 0.0 and config.model.name != "ppgn":
         raise ConfigError("config.model.ppgn.dropout: only for PPGN (config.model.name)")
-    if config.model.get("ppgn", {}).get("fp8_weights", False) and config.model.name != "ppgn":
-        raise ConfigError("config.model.ppgn.fp8_weights: only for PPGN (config.model.name), "
-                          "whose weights the float8 sampling kernels round")
+    for field, what in (("fp8_weights", "weights"), ("fp8_activations", "block outputs")):
+        if config.model.get("ppgn", {}).get(field, False) and config.model.name != "ppgn":
+            raise ConfigError(f"config.model.ppgn.{field}: only for PPGN (config.model.name), "
+                              f"whose {what} the float8 sampling kernels round")
     if config.model.get("ppgn", {}).get("self_condition", False):
         from ddgjax.processes import binary_denoiser_input
         if config.model.name != "ppgn" or not binary_denoiser_input(config):

@@ -516,6 +516,57 @@ def test_round_weights_to_fp8_trainable_is_the_rounding_with_an_identity_gradien
 
 
 @pytest.mark.parametrize("fused", [False, True])
+def test_ppgn_fp8_activations_round_every_block_output(fused):
+    """``fp8_activations=True`` is the plain model with each block's output rounded to
+    float8 (what the float8 samplers store), with a straight-through gradient; the
+    rounding does move the outputs."""
+    import flax.linen as fnn
+    from ddgjax.models.pair_mlp_mgpu import round_to_fp8_trainable
+    h, d = 8, 3
+    plain = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused)
+    qat = build_model("ppgn", T, hidden=h, num_blocks=d, fused=fused, fp8_activations=True)
+    params = random_params(plain)
+    adj, nm = random_batch(12, [N, N - 2, 5], N)
+    t, lv = noise_inputs(B, seed=5)
+    rounded_blocks = []
+
+    def round_block_outputs(next_fun, args, kwargs, context):
+        out = next_fun(*args, **kwargs)
+        name = context.module.name or ""
+        if context.method_name == "__call__" and name.startswith("block_"):
+            rounded_blocks.append(name)
+            return round_to_fp8_trainable(out)
+        return out
+
+    def plain_rounded(p):
+        with fnn.intercept_methods(round_block_outputs):
+            return plain.apply(p, adj, nm, t, lv)
+    out = qat.apply(params, adj, nm, t, lv)
+    np.testing.assert_allclose(out, plain_rounded(params), rtol=1e-6, atol=1e-6)
+    assert rounded_blocks == [f"block_{k}" for k in range(d)]
+    moved = np.abs(np.asarray(out) - np.asarray(plain.apply(params, adj, nm, t, lv))).max()
+    assert moved > 1e-3 * float(np.abs(np.asarray(out)).max())
+    loss = lambda f: (lambda p: jnp.sum(jnp.tanh(f(p))))
+    g_qat = jax.grad(loss(lambda p: qat.apply(p, adj, nm, t, lv)))(params)
+    g_ref = jax.grad(loss(plain_rounded))(params)
+    scale = max(float(jnp.max(jnp.abs(x))) for x in jax.tree_util.tree_leaves(g_ref))
+    jax.tree_util.tree_map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale),
+        g_qat, g_ref)
+
+
+def test_round_to_fp8_trainable_saturates_and_has_an_identity_gradient():
+    from ddgjax.models.pair_mlp_mgpu import FP8, round_to_fp8_trainable
+    x = jnp.asarray([0.3, -1.7, 1000.0, -2000.0, 3e-4], jnp.float32)
+    r = round_to_fp8_trainable(x)
+    chex.assert_trees_all_equal(r, x.astype(FP8).astype(jnp.float32).at[2:4].set(
+        jnp.asarray([448.0, -448.0])))
+    assert r.dtype == jnp.float32
+    c = jnp.arange(1.0, 6.0)
+    chex.assert_trees_all_equal(jax.grad(lambda v: jnp.sum(round_to_fp8_trainable(v) * c))(x), c)
+
+
+@pytest.mark.parametrize("fused", [False, True])
 def test_ppgn_mixing_bias_cannot_change_the_output_and_gets_a_zero_gradient(fused):
     """With the instance norm the mixing layer's bias is cancelled by the norm's mean: moving
     it leaves the logits unchanged (float32 rounding), so its gradient is an exact zero

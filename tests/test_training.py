@@ -90,15 +90,32 @@ def test_fp8_weights_config_trains_the_rounded_model():
                                rtol=1e-5, atol=1e-5)
 
 
-def test_fp8_weights_is_a_ppgn_option():
-    """``config.model.ppgn.fp8_weights`` with another model is a config error naming it."""
+@pytest.mark.parametrize("field", ["fp8_weights", "fp8_activations"])
+def test_fp8_training_options_are_ppgn_options(field):
+    """``config.model.ppgn.fp8_weights`` / ``fp8_activations`` with another model is a
+    config error naming the field."""
     from ddgjax.configuration import ConfigError, validate_config
     cfg = test_config.get_config()
-    cfg.model.ppgn.fp8_weights = True
+    cfg.model.ppgn[field] = True
     validate_config(cfg)                                   # (the test config is a PPGN)
     cfg.model.name = "edp"
-    with pytest.raises(ConfigError, match="config.model.ppgn.fp8_weights"):
+    with pytest.raises(ConfigError, match=f"config.model.ppgn.{field}"):
         validate_config(cfg)
+
+
+def test_fp8_activations_config_reaches_the_model_and_trains():
+    """``config.model.ppgn.fp8_activations=true`` reaches the model and its jitted steps
+    lower the loss (with fp8_weights too, as the float8 samplers would be run)."""
+    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple", fp8_weights=True,
+                                                      fp8_activations=True)
+    assert model.fp8_activations and model.fp8_weights
+    mesh = make_mesh(jax.devices()[:1])
+    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
+    before = fixed_loss(model, state.params, process, data)
+    idx = np.tile(np.arange(data.adj.shape[0], dtype=np.int32), (40, 1))
+    state, losses = run_chunk(chunk, state, data, idx, mesh)
+    assert np.all(np.isfinite(losses))
+    assert fixed_loss(model, state.params, process, data) < 0.9 * before
 
 
 def test_train_step_compiles_once(monkeypatch):

@@ -173,6 +173,21 @@ def _round_weights_to_fp8_trainable_jvp(primals, tangents):
     return round_weights_to_fp8(w), jnp.asarray(w_dot, jnp.float32)
 
 
+@jax.custom_jvp
+def round_to_fp8_trainable(x):
+    """``x`` rounded to float8 e4m3 as the float8 sampling settings store activations
+    (``to_fp8_saturated``: saturating at +-448, no scale) and back to ``x``'s dtype, with a
+    straight-through gradient (the identity): for training a model whose block outputs
+    are their float8 roundings (``PPGN.fp8_activations``). Any shape."""
+    return to_fp8_saturated(x).astype(x.dtype)
+
+
+@round_to_fp8_trainable.defjvp
+def _round_to_fp8_trainable_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return round_to_fp8_trainable(x), x_dot
+
+
 def exact_bf16(x):
     """A float8 array as bfloat16 (exact: every e4m3 value is a bfloat16 value); any other
     array as it is. What the XLA references and the Triton kernels read."""

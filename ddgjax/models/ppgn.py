@@ -505,6 +505,14 @@ class PPGN(nn.Module):
         (quantisation-aware training). A model trained so computes the same function on
         every path, and the float8 samplers add only the rounding of its activations.
         False (the paper's): the weights as they are.
+      fp8_activations: every block's output, which the float8 sampling settings store in
+        float8 (``pallas_launch.fp8_activations`` ``1``, ``weights``, ``weights_y``: read by
+        the next block and the readout), is used rounded to float8 e4m3 everywhere
+        (``pair_mlp_mgpu.round_to_fp8_trainable``: saturating at +-448, straight-through
+        gradient), so that training sees the rounding those settings add at sampling
+        (quantisation-aware training of the activations; the float8 kernels then store
+        the block outputs unchanged, up to float8's last bit where the bfloat16 XLA path
+        rounded twice). False (the paper's): the outputs as they are.
       remat: recompute each block's activations in the backward pass
         (``jax.checkpoint`` per block, via ``nn.remat``) instead of keeping them: the
         same outputs and gradients for less memory at large N, at about one more
@@ -540,6 +548,7 @@ class PPGN(nn.Module):
     pallas: bool = False
     norm: str = "instance"
     fp8_weights: bool = False
+    fp8_activations: bool = False
 
     @nn.compact
     def __call__(self, adj, node_mask, t_index, noise_level, x0_estimate=None, *,
@@ -598,6 +607,8 @@ class PPGN(nn.Module):
             w8 = {"fp8_weights": True} if (self.fp8_weights and k >= 1) else {}
             x = block(self.hidden, self.compute_dtype, name=f"block_{k}", **extra, **w8)(
                 x, sq, inv_sqrt_n, *film, **fold)
+            if self.fp8_activations and not pair_mlp_mgpu.is_fp8(x.dtype):
+                x = pair_mlp_mgpu.round_to_fp8_trainable(x)     # (float8 kernels: stored so)
             if self.dropout > 0.0:
                 x = nn.Dropout(self.dropout, name=f"dropout_{k}")(x, deterministic=deterministic)
             outs.append(x)
