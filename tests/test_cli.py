@@ -182,6 +182,43 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
     assert (wd / "config.json").read_text() == cfg_before
 
 
+def test_fp8_activations_flag_sets_the_environment_or_refuses(monkeypatch):
+    """``ddgjax-sample --fp8_activations MODE`` sets ``DDGJAX_FP8_ACTIVATIONS`` before the
+    sampler compiles, and refuses, naming the flag, where it would do nothing (no
+    ``--pallas``, a float32 run) or contradict the environment."""
+    from types import SimpleNamespace
+
+    import ml_collections
+    from ddgjax.cli import sample as sample_cli
+    from ddgjax.models.pallas_launch import FP8_ACTIVATION_MODES
+    from ddgjax.sampling import SamplingError
+
+    assert sample_cli.FP8_ACTIVATION_CHOICES == FP8_ACTIVATION_MODES
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", "0")     # (restored after the test)
+    monkeypatch.setenv("DDGJAX_FP8_PRODUCT", "0")
+    run = lambda dtype: SimpleNamespace(config=ml_collections.ConfigDict(
+        {"model": {"compute_dtype": dtype}}))
+    fv = lambda **kw: SimpleNamespace(**{"fp8": False, "fp8_activations": None,
+                                         "pallas": True, "workdir": "W", **kw})
+    sample_cli.use_fp8_settings(fv(), run("bfloat16"))
+    assert os.environ["DDGJAX_FP8_ACTIVATIONS"] == "0"
+    sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))
+    assert os.environ["DDGJAX_FP8_ACTIVATIONS"] == "weights_y"
+    sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))  # agrees
+    with pytest.raises(SamplingError, match="contradicts DDGJAX_FP8_ACTIVATIONS=weights_y"):
+        sample_cli.use_fp8_settings(fv(fp8_activations="prod"), run("bfloat16"))
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", "0")
+    with pytest.raises(SamplingError, match="--fp8_activations stores .* needs --pallas"):
+        sample_cli.use_fp8_settings(fv(fp8_activations="weights", pallas=False),
+                                   run("bfloat16"))
+    with pytest.raises(SamplingError, match="--fp8_activations: W samples in float32"):
+        sample_cli.use_fp8_settings(fv(fp8_activations="weights"), run("float32"))
+    assert os.environ["DDGJAX_FP8_ACTIVATIONS"] == "0"
+    sample_cli.use_fp8_settings(fv(fp8_activations="0", pallas=False), run("float32"))
+    sample_cli.use_fp8_settings(fv(fp8=True), run("bfloat16"))
+    assert os.environ["DDGJAX_FP8_PRODUCT"] == "1"
+
+
 def test_train_cli_on_two_hosts(tmp_path):
     """Two processes joined by jax.distributed (CPU, gloo) train one run together, and
     it equals the same run trained by one process on one device."""

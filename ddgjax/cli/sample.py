@@ -31,6 +31,11 @@ import os
 import sys
 
 
+# pallas_launch.FP8_ACTIVATION_MODES, spelled out so that defining the flags imports no
+# model code (tests/test_cli.py checks they agree)
+FP8_ACTIVATION_CHOICES = ("0", "1", "prod", "weights", "weights_y")
+
+
 def define_flags(fv) -> None:
     """The command's flags, in the FlagValues ``fv``."""
     from absl import flags
@@ -66,6 +71,14 @@ def define_flags(fv) -> None:
                       "pair-MLP outputs in float8 for the per-channel product (the same as "
                       "DDGJAX_FP8_PRODUCT=1; ~8 %% faster, Planar-60 samples as good as "
                       "bfloat16's, docs/benchmarks.md round 37).", flag_values=fv)
+    flags.DEFINE_enum("fp8_activations", None, list(FP8_ACTIVATION_CHOICES),
+                      "With --pallas and bfloat16 on Hopper GPUs: which activations the PPGN's "
+                      "kernels store in float8 (the same as DDGJAX_FP8_ACTIVATIONS): 1 block "
+                      "outputs and products, prod products only, weights 1 with float8 "
+                      "weights, weights_y weights with the mixing output in float8 too (the "
+                      "fastest: 3.85-4.01x torch.compile on H200s; train the model with "
+                      "--config.model.ppgn.fp8_weights=true for it, README), 0 none "
+                      "(default: the environment's setting, else 0).", flag_values=fv)
     flags.DEFINE_string("guide", None, "Autoguidance (ddgjax.guidance): a weaker run's "
                         "workdir, trained on the same data with the same noise process; "
                         "needs --guidance.", flag_values=fv)
@@ -111,23 +124,38 @@ def define_flags(fv) -> None:
     flags.mark_flags_as_required(["workdir"], flag_values=fv)
 
 
-def use_fp8_product(fv, run) -> None:
-    """``--fp8``: turn on ``pallas_launch.fp8_product`` for this process. It is read when
-    the sampler compiles (after the run loads, before anything is traced) and applies to
-    the bfloat16 Pallas kernels only: without ``--pallas``, or for a run that samples in
-    float32, refuse rather than record a setting that did nothing."""
-    if not fv.fp8:
-        return
+def use_fp8_settings(fv, run) -> None:
+    """``--fp8`` and ``--fp8_activations``: turn on ``pallas_launch.fp8_product`` /
+    ``fp8_activations`` for this process. They are read when the sampler compiles (after
+    the run loads, before anything is traced) and apply to the bfloat16 Pallas kernels
+    only: without ``--pallas``, or for a run that samples in float32, refuse rather than
+    record a setting that did nothing; a ``--fp8_activations`` that contradicts a
+    ``DDGJAX_FP8_ACTIVATIONS`` other than ``0`` in the environment is refused too."""
     from ddgjax.sampling import SamplingError
 
-    if not fv.pallas:
-        raise SamplingError("--fp8 stores the outputs of the PPGN's Pallas pair-MLP kernel: it "
-                            "needs --pallas (and bfloat16: --compute_dtype bfloat16)")
-    dtype = str(run.config.model.get("compute_dtype", "float32"))
-    if dtype != "bfloat16":
-        raise SamplingError(f"--fp8: {fv.workdir} samples in {dtype}; the float8 path is part "
-                            "of the bfloat16 Pallas kernels: add --compute_dtype bfloat16")
-    os.environ["DDGJAX_FP8_PRODUCT"] = "1"
+    wanted = [(flag, on) for flag, on in (("--fp8", fv.fp8),
+                                          ("--fp8_activations", fv.fp8_activations
+                                           not in (None, "0")))]
+    for flag, on in wanted:
+        if not on:
+            continue
+        if not fv.pallas:
+            raise SamplingError(f"{flag} stores activations of the PPGN's Pallas kernels in "
+                                "float8: it needs --pallas (and bfloat16: --compute_dtype "
+                                "bfloat16)")
+        dtype = str(run.config.model.get("compute_dtype", "float32"))
+        if dtype != "bfloat16":
+            raise SamplingError(f"{flag}: {fv.workdir} samples in {dtype}; the float8 path is "
+                                "part of the bfloat16 Pallas kernels: add --compute_dtype "
+                                "bfloat16")
+    if fv.fp8_activations is not None:
+        env = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "").strip().lower()
+        if env not in ("", "0") and env != fv.fp8_activations:
+            raise SamplingError(f"--fp8_activations={fv.fp8_activations} contradicts "
+                                f"DDGJAX_FP8_ACTIVATIONS={env} in the environment: give one")
+        os.environ["DDGJAX_FP8_ACTIVATIONS"] = fv.fp8_activations
+    if fv.fp8:
+        os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
 
 def sampler_options(fv) -> dict:
@@ -180,7 +208,7 @@ def run_sampling(fv) -> None:
     members = ensemble_requested(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
-    use_fp8_product(fv, run)
+    use_fp8_settings(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if members:
         from ddgjax.ensemble import ensemble_from_workdirs
@@ -303,7 +331,7 @@ def run_completion(fv) -> None:
     requests, where = completion_requests(fv)
     run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
                    pallas=fv.pallas)
-    use_fp8_product(fv, run)
+    use_fp8_settings(fv, run)
     cfg = run.config
     num = fv.num_samples or 16
     seed = cfg.sample.seed if fv.seed is None else fv.seed
