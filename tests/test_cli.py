@@ -186,6 +186,7 @@ def test_fp8_activations_flag_sets_the_environment_or_refuses(monkeypatch):
     """``ddgjax-sample --fp8_activations MODE`` sets ``DDGJAX_FP8_ACTIVATIONS`` before the
     sampler compiles, and refuses, naming the flag, where it would do nothing (no
     ``--pallas``, a float32 run) or contradict the environment."""
+    import warnings
     from types import SimpleNamespace
 
     import ml_collections
@@ -202,9 +203,14 @@ def test_fp8_activations_flag_sets_the_environment_or_refuses(monkeypatch):
                                          "pallas": True, "workdir": "W", **kw})
     sample_cli.use_fp8_settings(fv(), run("bfloat16"))
     assert os.environ["DDGJAX_FP8_ACTIVATIONS"] == "0"
-    sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "triton")   # (a CPU's, or a GPU's but Hopper)
+    with pytest.warns(UserWarning, match="runs the 'triton' kernels, so nothing is stored"):
+        sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))
     assert os.environ["DDGJAX_FP8_ACTIVATIONS"] == "weights_y"
-    sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))  # agrees
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # Hopper's kernels: no warning
+        sample_cli.use_fp8_settings(fv(fp8_activations="weights_y"), run("bfloat16"))
     with pytest.raises(SamplingError, match="contradicts DDGJAX_FP8_ACTIVATIONS=weights_y"):
         sample_cli.use_fp8_settings(fv(fp8_activations="prod"), run("bfloat16"))
     monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", "0")

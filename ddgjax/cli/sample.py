@@ -154,6 +154,14 @@ def use_fp8_settings(fv, run) -> None:
             raise SamplingError(f"--fp8_activations={fv.fp8_activations} contradicts "
                                 f"DDGJAX_FP8_ACTIVATIONS={env} in the environment: give one")
         os.environ["DDGJAX_FP8_ACTIVATIONS"] = fv.fp8_activations
+        from ddgjax.models import pallas_launch
+
+        if fv.fp8_activations != "0" and pallas_launch.kernel_backend() != "mosaic":
+            import warnings
+            warnings.warn(f"--fp8_activations={fv.fp8_activations}: the float8 activations "
+                          "live in the Mosaic kernels of Hopper GPUs (H100/H200); this "
+                          f"process runs the {pallas_launch.kernel_backend()!r} kernels, so "
+                          "nothing is stored in float8", stacklevel=2)
     if fv.fp8:
         os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
