@@ -133,12 +133,8 @@ def use_fp8_settings(fv, run) -> None:
     ``DDGJAX_FP8_ACTIVATIONS`` other than ``0`` in the environment is refused too."""
     from ddgjax.sampling import SamplingError
 
-    wanted = [(flag, on) for flag, on in (("--fp8", fv.fp8),
-                                          ("--fp8_activations", fv.fp8_activations
-                                           not in (None, "0")))]
-    for flag, on in wanted:
-        if not on:
-            continue
+    wanted = (("--fp8", fv.fp8), ("--fp8_activations", fv.fp8_activations not in (None, "0")))
+    for flag in (flag for flag, on in wanted if on):
         if not fv.pallas:
             raise SamplingError(f"{flag} stores activations of the PPGN's Pallas kernels in "
                                 "float8: it needs --pallas (and bfloat16: --compute_dtype "
@@ -156,12 +152,13 @@ def use_fp8_settings(fv, run) -> None:
         os.environ["DDGJAX_FP8_ACTIVATIONS"] = fv.fp8_activations
         from ddgjax.models import pallas_launch
 
-        if fv.fp8_activations != "0" and pallas_launch.kernel_backend() != "mosaic":
+        backend = pallas_launch.kernel_backend()
+        if fv.fp8_activations != "0" and backend != "mosaic":
             import warnings
             warnings.warn(f"--fp8_activations={fv.fp8_activations}: the float8 activations "
                           "live in the Mosaic kernels of Hopper GPUs (H100/H200); this "
-                          f"process runs the {pallas_launch.kernel_backend()!r} kernels, so "
-                          "nothing is stored in float8", stacklevel=2)
+                          f"process runs the {backend!r} kernels, so nothing is stored in "
+                          "float8", stacklevel=2)
     if fv.fp8:
         os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
