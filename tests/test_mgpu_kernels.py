@@ -585,6 +585,51 @@ def test_kernels_with_float8_weights_equal_the_reference_with_rounded_weights(ke
         assert _rel(f32(g), u) > 3 * _rel(f32(g), w), kernel
 
 
+def test_mixing_scales_keep_the_product_weights_inside_float16():
+    """``mixing_fp8_column_scales``: ``fp8_column_scales(wx)`` wherever ``wp / s`` fits
+    float16 (every column of these random weights but the one made tiny), raised where a
+    column of ``wx`` is tiny against ``wp``'s; the rounding it defines is
+    ``round_weights_to_fp8``'s on the other columns and idempotent."""
+    _, _, wx, wp, _, _ = mix_norm_mgpu.random_inputs(1, 64, seed=24)
+    wx = wx.at[:, 3].multiply(1e-6)
+    own = np.asarray(pair_mlp_mgpu.fp8_column_scales(wx))
+    joint = np.asarray(pair_mlp_mgpu.mixing_fp8_column_scales(wx, wp))
+    others = np.arange(wx.shape[1]) != 3
+    np.testing.assert_array_equal(joint[others], own[others])
+    assert joint[3] > own[3] * 1e3
+    assert (np.abs(np.asarray(wp, np.float32)) / joint).max() <= pair_mlp_mgpu.F16_OPERAND_LIMIT
+    assert (np.abs(np.asarray(wp, np.float32)) / own).max() > 65504           # the overflow
+    q = pair_mlp_mgpu.round_mixing_x_weights_to_fp8(wx, wp)
+    np.testing.assert_array_equal(np.asarray(q)[:, others],
+                                  np.asarray(pair_mlp_mgpu.round_weights_to_fp8(wx))[:, others])
+    np.testing.assert_array_equal(
+        np.asarray(pair_mlp_mgpu.round_mixing_x_weights_to_fp8(q, wp)), np.asarray(q))
+
+
+@pytest.mark.parametrize("tiny_column", [False, True])
+def test_one_accumulator_mixing_kernel_equals_the_reference(tiny_column):
+    """The mixing kernel's one-accumulator float8-weight form (``one_accumulator=True``)
+    equals its float32 reference with ``wx`` rounded by ``round_mixing_x_weights_to_fp8``,
+    with a column of ``wx`` a millionth of the rest too (where ``wp / s`` with ``wx``'s own
+    scale would overflow float16), and the two-accumulator form within bf16 rounding."""
+    f32 = lambda v: v.astype(jnp.float32)
+    x, prod, wx, wp, b, mask = mix_norm_mgpu.random_inputs(2, 64, seed=25)
+    if tiny_column:
+        wx = wx.at[:, 3].multiply(1e-6)
+    x8, p8 = (pair_mlp_mgpu.to_fp8_saturated(v) for v in (x * 2, prod))
+    run = lambda one: mix_norm_mgpu.mix_with_stats(
+        x8, p8, wx, wp, b, mask, 64, max_ctas=1, interpret=ON_CPU, fp8_weights=True,
+        one_accumulator=one)
+    got, two = run(True), run(False)
+    want = mix_norm_kernel.mix_with_stats_reference(
+        f32(x8), f32(p8), pair_mlp_mgpu.round_mixing_x_weights_to_fp8(wx, wp), f32(wp),
+        f32(b), f32(mask), 64)
+    for g, w, t in zip(got, want, two):
+        assert np.isfinite(np.asarray(f32(g))).all()
+        assert _rel(f32(g), w) < 5e-3
+        assert _rel(f32(g), f32(t)) < 1e-2
+
+
 _FP8_SETTINGS = {
     "plain": {"DDGJAX_MGPU_READOUT": "0"},
     "probe": {"DDGJAX_FP8_ACTIVATIONS_PROBE": "1", "DDGJAX_FP8_PRODUCT": "1",

@@ -32,8 +32,9 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from ddgjax.models import pallas_launch
 from ddgjax.models.common import graph_sums_from_tile_parts
 from ddgjax.models.pair_mlp_mgpu import (FP8, TILE_ROWS, cta_count, fp8_tile_to_f16_smem,
-                                         is_fp8, load_vector, sm_count, smem_transforms,
-                                         tile_plan, to_fp8_columns, transposed)
+                                         is_fp8, load_vector, mixing_fp8_column_scales,
+                                         sm_count, smem_transforms, tile_plan, to_fp8_columns,
+                                         to_fp8_saturated, transposed)
 
 FP8_MAX = float(jnp.finfo(FP8).max)              # 448: where a float8 output saturates
 
@@ -62,7 +63,7 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
                           max_concurrent_steps: int | None = None,
                           max_ctas: int | None = None, interpret: bool = False,
                           stats: bool = True, fp8_weights: bool = False,
-                          fp8_out: bool = False):
+                          fp8_out: bool = False, one_accumulator: bool | None = None):
     """The kernel.
 
     Args:
@@ -81,6 +82,14 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
     by ``s`` before ``prod``'s is added (``wp / s`` in one accumulator could overflow
     float16 where a column of ``wx`` is tiny): ``mix_with_stats_reference`` with ``wx``
     rounded by ``pair_mlp_mgpu.round_weights_to_fp8``.
+
+    ``one_accumulator`` (with ``fp8_weights``; None: ``pallas_launch.mix_one_accumulator()``):
+    both products go into one accumulator, ``x``'s against ``wx / s`` and ``prod``'s against
+    ``wp / s`` (float16 where ``prod`` is float8), scaled by ``s`` once, with the scales
+    ``pair_mlp_mgpu.mixing_fp8_column_scales(wx, wp)`` that keep ``wp / s`` inside float16:
+    ``mix_with_stats_reference`` with ``wx`` rounded by
+    ``pair_mlp_mgpu.round_mixing_x_weights_to_fp8``, which is ``round_weights_to_fp8``'s
+    rounding wherever a column of ``wx`` is not ~146 times smaller than ``wp``'s.
 
     ``fp8_out``: the first result is ``d^T = (y - b)^T`` in float8 e4m3, saturated at
     +-448, instead of ``y^T`` (the bias, which the instance norm cancels, is left out so
@@ -102,6 +111,9 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
     if fp8_weights and not is_fp8(x.dtype):
         raise ValueError("mix_norm_mgpu: fp8_weights needs a float8 x")
     w8 = fp8_weights
+    if one_accumulator is None:
+        one_accumulator = pallas_launch.mix_one_accumulator()
+    acc1 = w8 and one_accumulator                  # one accumulator for both products
     x8, p8 = is_fp8(x.dtype) and not w8, is_fp8(prod.dtype)        # converted on chip
     h, tm = wx.shape[-1], TILE_ROWS
     dt = jnp.dtype(jnp.bfloat16) if is_fp8(x.dtype) else x.dtype    # y's dtype
@@ -154,7 +166,11 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
                 plgpu.wgmma(acc_x, wx_s, x_t)
                 plgpu.wgmma(acc_p, wp_s, p_s)
                 return acc_x[...], acc_p[...]
-            if w8:
+            if acc1:
+                d = pl.run_scoped(mix, plgpu.ACC(shape, jnp.float32))
+                col = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
+                d = d * lax.broadcast_in_dim(col, shape, [0])
+            elif w8:
                 dx, dp = pl.run_scoped(mix_scaled, plgpu.ACC(shape, jnp.float32),
                                        plgpu.ACC(shape, jnp.float32))
                 col = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
@@ -208,7 +224,12 @@ def mix_with_partial_sums(x, prod, wx, wp, b, split_mask, *,
         out_type=[jax.ShapeDtypeStruct((h, m_rows), odt),
                   jax.ShapeDtypeStruct((tiles, 4, h), jnp.float32)],
         scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    if w8:
+    if acc1:
+        col = mixing_fp8_column_scales(wx, wp)
+        wx8 = to_fp8_saturated(wx.astype(jnp.float32) / col[None, :])
+        wxt, wpt = wx8.T, (wp.astype(jnp.float32) / col[None, :]).T.astype(pdt)
+        vectors = jnp.stack([b.astype(jnp.float32), col])
+    elif w8:
         wx8, col = to_fp8_columns(wx)
         wxt, wpt = wx8.T, wp.T.astype(pdt)
         vectors = jnp.stack([b.astype(jnp.float32), col])

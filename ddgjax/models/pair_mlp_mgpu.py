@@ -150,6 +150,35 @@ def to_fp8_columns(w):
     return to_fp8_saturated(w.astype(jnp.float32) / scale[..., None, :]), scale
 
 
+F16_OPERAND_LIMIT = 2.0 ** 15    # |wp / s| stays below this (float16's largest: 65504)
+
+
+def mixing_fp8_column_scales(wx, wp):
+    """Per-output-column scales for the mixing layer's float8 ``x`` weights when the
+    product's weights share their accumulator (``mix_norm_mgpu``'s one-accumulator form,
+    which multiplies ``prod`` by ``wp / s`` in float16): ``fp8_column_scales(wx)``, raised
+    to the power of two that keeps ``|wp / s| <= F16_OPERAND_LIMIT`` where a column of
+    ``wx`` is so small against ``wp``'s (about 146 times) that ``wp / s`` would overflow
+    float16. Elsewhere (every column of the trained checkpoints checked, docs) the scales
+    are ``fp8_column_scales(wx)``'s. ``wx`` ``[..., C, N]``, ``wp`` ``[..., H, N]``;
+    float32 ``[..., N]``."""
+    own = fp8_column_scales(wx)
+    top = jnp.max(jnp.abs(wp.astype(jnp.float32)), axis=-2)
+    exponent = jnp.ceil(jnp.log2(jnp.where(top > 0, top / F16_OPERAND_LIMIT, 1.0)))
+    floor = jnp.ldexp(jnp.ones_like(top), exponent.astype(jnp.int32))
+    return jnp.maximum(own, floor)
+
+
+def round_mixing_x_weights_to_fp8(wx, wp):
+    """``wx`` rounded as the one-accumulator mixing kernel stores it
+    (``to_fp8_saturated(wx / s)`` with ``s = mixing_fp8_column_scales(wx, wp)``), back in
+    float32. Equal to ``round_weights_to_fp8(wx)`` wherever the scales are
+    ``fp8_column_scales(wx)``'s; rounding again changes nothing."""
+    scale = mixing_fp8_column_scales(wx, wp)
+    w8 = to_fp8_saturated(wx.astype(jnp.float32) / scale[..., None, :])
+    return w8.astype(jnp.float32) * scale[..., None, :]
+
+
 def round_weights_to_fp8(w):
     """``w`` rounded as ``to_fp8_columns`` stores it, back in float32: the weights a kernel
     with float8 weights multiplies by. Rounding again changes nothing (the scales are

@@ -167,6 +167,17 @@ def ctas_per_sm(kernel: str, default: int = 1) -> int:
     return int(value)
 
 
+def mix_one_accumulator() -> bool:
+    """Whether the Mosaic mixing kernel with float8 weights adds both of its products in one
+    accumulator (``mix_norm_mgpu.mix_with_partial_sums``' ``one_accumulator``:
+    ``DDGJAX_MIX_ONE_ACC=1``) instead of one each. Off by default: on an H200 (round 80,
+    docs/benchmarks.md) it took the kernel from 1.162 to 1.132 ms and the ``weights_y``
+    sampling row from 0.731 to 0.724-0.728 s, within what a setting moves between calls,
+    and it rounds a column of ``wx`` ~146x smaller than ``wp``'s more coarsely
+    (``pair_mlp_mgpu.mixing_fp8_column_scales``). Read when a program is traced."""
+    return env_switch("DDGJAX_MIX_ONE_ACC", default=False)
+
+
 def _norm_kernel_record():
     """``norm_kernel`` for the records: ``"auto"`` where it is unset."""
     value = norm_kernel()
@@ -215,6 +226,7 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("pair_warp_specialized", pair_warp_specialized),
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations), ("norm_kernel", _norm_kernel_record),
+                   ("mix_one_accumulator", mix_one_accumulator),
                    *((f"{k.lower()}_ctas_per_sm", _env_or_unset(f"DDGJAX_{k}_CTAS_PER_SM"))
                      for k in ("NORM", "MIX", "READOUT")))
 
