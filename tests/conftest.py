@@ -39,7 +39,7 @@ os.environ.setdefault("DDGJAX_PALLAS_INTERPRET", "1")
 for _switch in ("DDGJAX_MGPU_READOUT", "DDGJAX_FOLD_EMBED", "DDGJAX_FP8_PRODUCT",
                 "DDGJAX_PAIR_WS", "DDGJAX_FP8_ACTIVATIONS_PROBE", "DDGJAX_FP8_ACTIVATIONS",
                 "DDGJAX_NORM_KERNEL", "DDGJAX_NORM_CTAS_PER_SM", "DDGJAX_MIX_CTAS_PER_SM",
-                "DDGJAX_READOUT_CTAS_PER_SM"):
+                "DDGJAX_READOUT_CTAS_PER_SM", "DDGJAX_MIX_ONE_ACC", "DDGJAX_READOUT_FOLD"):
     os.environ.pop(_switch, None)
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="ddgjax-test-jax-cache-")

@@ -278,6 +278,56 @@ def test_ppgn_with_the_readout_kernel_equals_the_linear_path(monkeypatch):
         pallas_launch.mosaic_readout()
 
 
+@pytest.mark.parametrize("fp8", [False, True])
+def test_readout_kernel_with_the_output_layer_folded_in(fp8):
+    """``w_out``: the kernel writes the logits ``out @ w_out`` (float32 ``[M]``) from the
+    ``out`` it stages in bf16: equal to the output layer applied to the unfolded kernel's
+    ``out^T`` to ~2^-17 (``split_hi_lo``: bf16 ``hi + lo``), and to the float32 reference to
+    bf16 precision; bf16 block outputs, and float8 ones with float8 weights (two CTAs)."""
+    f32 = lambda v: v.astype(jnp.float32)
+    x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(64 * 4, k_blocks=3, seed=31)
+    w_out = jax.random.normal(jax.random.key(32), (128,)) / 11
+    if fp8:
+        xs = tuple(pair_mlp_mgpu.to_fp8_saturated(v * 2) for v in xs)
+        ws = pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, 128)).reshape(ws.shape)
+    args = (x0, xs, w0, ws, b, wr, br)
+    got = readout_mgpu.readout(*args, max_ctas=2, interpret=ON_CPU, fp8_weights=fp8,
+                               w_out=w_out)
+    out_t = readout_mgpu.readout(*args, max_ctas=2, interpret=ON_CPU, fp8_weights=fp8)
+    assert got.shape == (64 * 4,) and got.dtype == jnp.float32
+    assert _rel(got, jnp.einsum("hm,h->m", f32(out_t), w_out)) < 2e-5
+    want = readout_mgpu.readout_logits_reference(f32(x0), tuple(f32(v) for v in xs), f32(w0),
+                                                 f32(ws), f32(b), f32(wr), f32(br), w_out)
+    assert _rel(got, want) < 5e-3
+    hi, lo = readout_mgpu.split_hi_lo(w_out, jnp.bfloat16)
+    assert _rel(f32(hi) + f32(lo), w_out) < 2e-5 < _rel(f32(hi), w_out)
+
+
+def test_ppgn_with_the_output_layer_folded_into_the_readout(monkeypatch):
+    """DDGJAX_READOUT_FOLD=1 (with the readout kernel) gives the unfolded kernel's logits
+    and gradients; the forward program then holds one readout kernel, and the vmapped
+    (per-graph) call equals the batched one."""
+    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
+    monkeypatch.setenv("DDGJAX_MGPU_READOUT", "1")
+    runs = _compare_settings(monkeypatch, "DDGJAX_READOUT_FOLD", ("0", "1"),
+                             num_blocks=1, batch_seed=7, noise_seed=5, out_tol=1e-4,
+                             grad_tol=1e-5)
+    for run in runs.values():
+        assert run["program"].count("readout_wgmma_kernel") == 1
+    model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
+                        pallas=True)
+    params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    adj, nm = random_batch(5, [12, 9, 11, 5], 12)
+    t, lv = noise_inputs(4, seed=3)
+    one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]
+    per_graph = jax.jit(jax.vmap(one))(adj, nm, t, lv)
+    batched = jax.jit(lambda: model.apply(params, adj, nm, t, lv))()
+    assert _rel(per_graph, batched) < 1e-2
+    monkeypatch.setenv("DDGJAX_READOUT_FOLD", "on")
+    with pytest.raises(ValueError, match="DDGJAX_READOUT_FOLD"):
+        pallas_launch.readout_fold()
+
+
 def test_mosaic_kernels_take_16_input_channels():
     """The first block's folded input (16 channels, ``PPGNBlockFused``'s ``embed``): both
     Mosaic kernels against their references, the pair MLPs over 3 CTAs with masked rows,

@@ -178,6 +178,15 @@ def mix_one_accumulator() -> bool:
     return env_switch("DDGJAX_MIX_ONE_ACC", default=False)
 
 
+def readout_fold() -> bool:
+    """Whether the Mosaic readout kernel also computes the PPGN's output layer
+    (``readout_mgpu.readout``'s ``w_out``: it writes the logits instead of the 128-channel
+    residual output that XLA would read back for them). ``DDGJAX_READOUT_FOLD=1`` on,
+    ``0`` off; off by default until measured (docs/benchmarks.md). Read when a program
+    is traced."""
+    return env_switch("DDGJAX_READOUT_FOLD", default=False)
+
+
 def _norm_kernel_record():
     """``norm_kernel`` for the records: ``"auto"`` where it is unset."""
     value = norm_kernel()
@@ -227,6 +236,7 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations), ("norm_kernel", _norm_kernel_record),
                    ("mix_one_accumulator", mix_one_accumulator),
+                   ("readout_fold", readout_fold),
                    *((f"{k.lower()}_ctas_per_sm", _env_or_unset(f"DDGJAX_{k}_CTAS_PER_SM"))
                      for k in ("NORM", "MIX", "READOUT")))
 

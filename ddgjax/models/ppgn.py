@@ -661,12 +661,15 @@ class PPGN(nn.Module):
             k_blocks = pair_mlp_mgpu.round_weights_to_fp8(k_blocks)
             if not self.fp8_weights:
                 warnings.warn(FP8_UNTRAINED_WARNING, stacklevel=2)
-        zt = readout_mgpu.readout_differentiable(
-            outs[0].reshape(rows, c0).astype(cdt),
-            tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
-            k_read[:c0], k_blocks.reshape(len(outs) - 1, h, h), b_read, k_res, b_res,
-            fp8_weights=w8)
-        logits = jnp.einsum("hm,h->m", zt.astype(jnp.float32), k_out[:, 0]) + b_out[0]
+        args = (outs[0].reshape(rows, c0).astype(cdt),
+                tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
+                k_read[:c0], k_blocks.reshape(len(outs) - 1, h, h), b_read, k_res, b_res)
+        if pallas_launch.readout_fold():        # the output layer inside the kernel
+            logits = readout_mgpu.readout_differentiable(
+                *args, fp8_weights=w8, w_out=k_out[:, 0]) + b_out[0]
+        else:
+            zt = readout_mgpu.readout_differentiable(*args, fp8_weights=w8)
+            logits = jnp.einsum("hm,h->m", zt.astype(jnp.float32), k_out[:, 0]) + b_out[0]
         return logits.reshape(outs[0].shape[:3])
 
     def film_vectors(self, noise_level, node_mask):

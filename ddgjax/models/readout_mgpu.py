@@ -43,6 +43,7 @@ from ddgjax.models.pair_mlp_mgpu import transposed as transposed_view
 NEGATIVE_SLOPE = 0.01
 INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
 RINGS = {64: 3, 128: 2}     # (w_k^T, x_k tile) buffers per tile size (shared memory)
+FOLD_WIDTH = 16             # the output-layer fold's MMA width: w_out's hi and lo parts
 
 
 def supported_widths(c0: int, widths, h: int) -> bool:
@@ -83,9 +84,25 @@ def readout_reference(x0, xs, w0, ws, b, wr, br):
     return (z.astype(f32) + jnp.where(r >= 0, r, NEGATIVE_SLOPE * r)).astype(x0.dtype)
 
 
+def readout_logits_reference(x0, xs, w0, ws, b, wr, br, w_out):
+    """``readout_reference`` followed by the output layer without its bias:
+    ``out @ w_out`` (float32 ``w_out`` ``[H]``) for every row, float32 ``[M]``."""
+    out_t = readout_reference(x0, xs, w0, ws, b, wr, br)
+    return jnp.einsum("hm,h->m", out_t.astype(jnp.float32), w_out.astype(jnp.float32))
+
+
+def split_hi_lo(w, dtype):
+    """``w`` (float32) as ``hi + lo``, both in ``dtype`` (bfloat16): ``hi`` its rounding,
+    ``lo`` the rounding of what is left, so that ``hi + lo`` carries ~16 of float32's 24
+    bits (a relative error of ~2^-17, against 2^-9 for ``hi`` alone)."""
+    hi = w.astype(dtype)
+    lo = (w.astype(jnp.float32) - hi.astype(jnp.float32)).astype(dtype)
+    return hi, lo
+
+
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             interpret: bool = False, tile_rows: int = TILE_ROWS, fp8_weights: bool = False,
-            ring: int | None = None):
+            ring: int | None = None, w_out=None):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
     zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128). Float8 ``xs``
     (all or none) stream as float8 and are converted to float16 in shared memory
@@ -103,7 +120,15 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     per SM: 2 with ``fp8_weights``, 1 without); ``ring``: (``w_k^T``, ``x_k``) buffers
     (at least 2; default ``RINGS[tile_rows]``, or 2 where ``max_ctas`` is not given and the
     default puts two CTAs on an SM, so that their shared memory fits with float8 weights; round 65 on an H200: sampling 0.700 against
-    0.707 s)."""
+    0.707 s).
+
+    ``w_out`` (float32 ``[H]``, optional): the output layer folded in. The kernel then
+    writes ``out @ w_out`` (float32 ``[M]``, ``readout_logits_reference``) instead of
+    ``out^T``: each tile's ``out`` (bf16, as staged for the store) is the transposed left
+    operand of one more MMA against ``[hi, lo, 0, ...]`` (``split_hi_lo`` of ``w_out``, a
+    ``[H, FOLD_WIDTH]`` bf16 operand, 4 KB of shared memory), whose row sums are the
+    logits. It saves writing ``out^T`` (bf16, ``H`` channels per row) and reading it back
+    for the output layer."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
@@ -143,12 +168,20 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     wrt = wr.T.astype(dt)                                                     # [H, H]
     biases = jnp.stack([v.astype(jnp.float32) for v in vectors])             # [2 or 3, H]
     steps = per_cta * k_blocks
+    fold = w_out is not None
+    if fold:
+        hi, lo = split_hi_lo(w_out, dt)
+        wcol = jnp.zeros((h, FOLD_WIDTH), dt).at[:, 0].set(hi).at[:, 1].set(lo)
+    else:
+        wcol = jnp.zeros((8, FOLD_WIDTH), dt)              # unused
+    n_const = 4 if fold else 3
 
     def readout_wgmma_kernel(x0_g, *refs):
         xs_g = refs[:k_blocks]
-        (w0_g, ws_g, wr_g, b_g, out_g, w0_s, wr_s, b_s, x0_s, ring_x, ring_w, z_s,
-         const_bars, x0_bars, x_bars, w_bars, x16, *scratch) = refs[k_blocks:]
-        for j, (src, dst) in enumerate(((w0_g, w0_s), (wr_g, wr_s), (b_g, b_s))):
+        (w0_g, ws_g, wr_g, b_g, wc_g, out_g, w0_s, wr_s, b_s, wc_s, x0_s, ring_x, ring_w,
+         z_s, const_bars, x0_bars, x_bars, w_bars, x16, *scratch) = refs[k_blocks:]
+        consts = ((w0_g, w0_s), (wr_g, wr_s), (b_g, b_s)) + (((wc_g, wc_s),) if fold else ())
+        for j, (src, dst) in enumerate(consts):
             plgpu.copy_gmem_to_smem(src, dst, const_bars.at[j])
         first_tile = lax.axis_index("cta") * per_cta
 
@@ -167,7 +200,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         fetch_x0(0)
         for s in range(min(ring - 1, steps)):            # the first steps
             fetch(s // k_blocks, s % k_blocks, s)
-        for j in range(3):
+        for j in range(n_const):
             plgpu.barrier_wait(const_bars.at[j])
 
         def transposed(ref, which):
@@ -215,7 +248,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                 z = z * lax.broadcast_in_dim(zscale, (h, tm), [0])
             bias = load_vector(b_s.at[0], plgpu.Layout.WGMMA.reduce(1), interpret)
             z = z + lax.broadcast_in_dim(bias, (h, tm), [0])
-            plgpu.wait_smem_to_gmem(0, wait_read_only=True)      # z_s: last tile's copy read
+            if not fold:
+                plgpu.wait_smem_to_gmem(0, wait_read_only=True)  # z_s: last tile's copy read
             z_s[...] = z.astype(dt)
             plgpu.commit_smem()
 
@@ -230,7 +264,14 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             z = load_vector(z_s, plgpu.Layout.WGMMA, interpret).astype(jnp.float32)
             z_s[...] = (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(dt)
             plgpu.commit_smem()
-            plgpu.copy_smem_to_gmem(z_s, out_g.at[:, rows(t)])
+            if fold:                      # logits = out @ (hi + lo): row sums of out @ wcol
+                def output_layer(acc):
+                    plgpu.wgmma(acc, transposed(z_s, 2), wc_s)
+                    return acc[...]
+                lg = pl.run_scoped(output_layer, plgpu.ACC((tm, FOLD_WIDTH), jnp.float32))
+                out_g[rows(t)] = jnp.sum(lg, axis=1)
+            else:
+                plgpu.copy_smem_to_gmem(z_s, out_g.at[:, rows(t)])
             return carry
 
         lax.fori_loop(0, per_cta, tile_body, 0)
@@ -240,11 +281,12 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((len(vectors), h), jnp.float32),
+               plgpu.SMEM(wcol.shape, dt, transforms=smem_transforms(FOLD_WIDTH)),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
                plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
-               plgpu.Barrier(num_barriers=3), plgpu.Barrier(num_barriers=2),
+               plgpu.Barrier(num_barriers=n_const), plgpu.Barrier(num_barriers=2),
                plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring),
                # float16 copies of float8 x_k tiles (one unused row of 8 without float8)
                plgpu.SMEM((2, tm, 128), jnp.float16, transforms=smem_transforms(
@@ -253,11 +295,13 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
         options["interpret"] = InterpretGPUParams()
         scratch += [plgpu.SMEM((INPUT_WIDTH, tm), dt, transforms=smem_transforms(tm)),
-                    plgpu.SMEM((128, tm), wdt, transforms=smem_transforms(tm, wdt))]
-    kernel = plgpu.kernel(readout_wgmma_kernel,
-                          out_type=jax.ShapeDtypeStruct((h, m_rows), dt),
+                    plgpu.SMEM((128, tm), wdt, transforms=smem_transforms(tm, wdt)),
+                    plgpu.SMEM((tm, h), dt, transforms=smem_transforms(h))]
+    out_type = (jax.ShapeDtypeStruct((m_rows,), jnp.float32) if fold
+                else jax.ShapeDtypeStruct((h, m_rows), dt))
+    kernel = plgpu.kernel(readout_wgmma_kernel, out_type=out_type,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    return kernel(x0p.astype(dt), *[x.astype(xdt) for x in xs], w0t, wst, wrt, biases)
+    return kernel(x0p.astype(dt), *[x.astype(xdt) for x in xs], w0t, wst, wrt, biases, wcol)
 
 
 def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
@@ -277,64 +321,72 @@ def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
 
 
 @functools.lru_cache(maxsize=None)
-def _make_readout(fp8_weights: bool):
-    """``readout_differentiable`` for one setting of ``fp8_weights`` (JAX reuses what it
-    traced of a ``custom_vmap``/``custom_vjp`` function for the same shapes, so each
-    setting is a function of its own)."""
+def _make_readout(fp8_weights: bool, fold: bool = False):
+    """``readout_differentiable`` for one setting of ``fp8_weights`` and of the output-layer
+    fold (JAX reuses what it traced of a ``custom_vmap``/``custom_vjp`` function for the
+    same shapes, so each setting is a function of its own). With ``fold`` the functions
+    take ``w_out`` last and return the logits ``[M]`` (``readout_logits_reference``)."""
+    reference = readout_logits_reference if fold else readout_reference
 
     @jax.custom_batching.custom_vmap
-    def primal(x0, xs, w0, ws, b, wr, br):
+    def primal(x0, xs, w0, ws, b, wr, br, *w_out):
         """The kernel where the rows fit its tiles (``supported``), else the reference. The
         check runs here, on the rows of the call as made: under ``vmap`` (below) on all the
         examples' rows together, which may fit where one example's do not (``N = 60``: 3600
         rows per graph, not a multiple of 64)."""
         if not supported(x0.shape[0], x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
-            return readout_reference(x0, xs, w0, ws, b, wr, br)
+            return reference(x0, xs, w0, ws, b, wr, br, *w_out)
         w8 = fp8_weights and bool(xs) and is_fp8(xs[0].dtype)
         return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu",
-                       fp8_weights=w8)
+                       fp8_weights=w8, w_out=w_out[0] if fold else None)
 
     @primal.def_vmap
-    def primal_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br):
+    def primal_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br, *w_out):
         """Under ``vmap`` (the per-graph completion sampler) the examples' rows are one
-        kernel call: ``[V, M, C]`` -> ``[V * M, C]``, and ``[H, V * M]`` back to ``[V, H,
-        M]``. Batched weights (never the PPGN's) take the reference instead."""
+        kernel call: ``[V, M, C]`` -> ``[V * M, C]``, and ``[H, V * M]`` (or the logits
+        ``[V * M]``) back to ``[V, H, M]`` (``[V, M]``). Batched weights (never the PPGN's)
+        take the reference instead."""
         x0_b, xs_b, *w_b = in_batched
+        args = (x0, xs, w0, ws, b, wr, br, *w_out)
         if any(jax.tree_util.tree_leaves(w_b)):
             axes = jax.tree_util.tree_map(lambda v: 0 if v else None, tuple(in_batched))
-            return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
+            return jax.vmap(reference, in_axes=axes)(*args), True
         full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
         x0, xs = full(x0, x0_b), tuple(full(x, bx) for x, bx in zip(xs, xs_b))
         m_rows = x0.shape[1]
         rows = axis_size * m_rows
         merged = lambda v: v.reshape((rows,) + v.shape[2:])
         if not supported(rows, x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
-            axes = (0, tuple(0 for _ in xs), None, None, None, None, None)
-            return jax.vmap(readout_reference, in_axes=axes)(x0, xs, w0, ws, b, wr, br), True
-        out = primal(merged(x0), tuple(merged(x) for x in xs), w0, ws, b, wr, br)
+            axes = (0, tuple(0 for _ in xs)) + (None,) * (5 + len(w_out))
+            return jax.vmap(reference, in_axes=axes)(x0, xs, *args[2:]), True
+        out = primal(merged(x0), tuple(merged(x) for x in xs), w0, ws, b, wr, br, *w_out)
+        if fold:
+            return out.reshape(axis_size, m_rows), True
         return jnp.swapaxes(out.reshape(out.shape[0], axis_size, m_rows), 0, 1), True
 
     @jax.custom_vjp
-    def differentiable(x0, xs, w0, ws, b, wr, br):
-        return primal(x0, xs, w0, ws, b, wr, br)
+    def differentiable(x0, xs, w0, ws, b, wr, br, *w_out):
+        return primal(x0, xs, w0, ws, b, wr, br, *w_out)
 
-    differentiable.defvjp(_fwd, _bwd)
+    def fwd(*args):
+        return jax.vjp(reference, *args)
+
+    def bwd(vjp, g):
+        return vjp(g)
+
+    differentiable.defvjp(fwd, bwd)
     return differentiable
 
 
-def readout_differentiable(x0, xs, w0, ws, b, wr, br, fp8_weights: bool = False):
+def readout_differentiable(x0, xs, w0, ws, b, wr, br, fp8_weights: bool = False,
+                           w_out=None):
     """``readout`` where nothing differentiates it; under differentiation the XLA
     reference runs (forward and gradient: the kernel has no backward). ``fp8_weights``:
     float8 ``xs`` are multiplied by ``ws`` stored in float8 (``readout``); the caller
     passes ``ws`` rounded already (``round_weights_to_fp8`` of ``ws`` as ``[K * 128, H]``),
-    so every path computes the same."""
-    return _make_readout(fp8_weights)(x0, xs, w0, ws, b, wr, br)
-
-
-def _fwd(*args):
-    out, vjp = jax.vjp(readout_reference, *args)
-    return out, vjp
-
-
-def _bwd(vjp, g):
-    return vjp(g)
+    so every path computes the same. ``w_out`` (float32 ``[H]``): the output layer folded
+    in (``readout``'s ``w_out``); then the result is the logits ``[M]`` without the output
+    bias."""
+    if w_out is None:
+        return _make_readout(fp8_weights)(x0, xs, w0, ws, b, wr, br)
+    return _make_readout(fp8_weights, True)(x0, xs, w0, ws, b, wr, br, w_out)
