@@ -20,6 +20,8 @@ import statistics
 import sys
 import traceback
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from mgpu_kernels import timed  # noqa: E402  (median ms of repeated calls after warm-up)
@@ -30,6 +32,9 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--rows", type=int, default=1024 * 3600)
     p.add_argument("--widths", default="16,32,64")
+    p.add_argument("--layouts", default="kmajor,nmajor",
+                   help="the fold's right operand: kmajor ([N, H] read transposed) and/or "
+                        "nmajor ([H, N] as it lies)")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
@@ -50,17 +55,29 @@ def main():
             "hm,h->m", f32(readout_mgpu.readout(x0, xv, w0, wv, b, wr, br, interpret=interpret,
                                                 fp8_weights=w8)), w_out))
         variants[f"{name}_unfolded"] = (unfolded, (x0, xv, wv, w_out))
-        want = unfolded(x0, xv, wv, w_out)
-        for width in (int(v) for v in a.widths.split(",")):
+        # the exact logits of the kernel's bf16 out (float64 on the host), and how far
+        # XLA's float32 output layer (TF32 on a GPU at default precision) is from them
+        out_t = np.asarray(readout_mgpu.readout(x0, xv, w0, wv, b, wr, br,
+                                                interpret=interpret, fp8_weights=w8),
+                           np.float64)
+        want = out_t.T @ np.asarray(w_out, np.float64)
+        xla = np.asarray(unfolded(x0, xv, wv, w_out), np.float64)
+        rows.append({"setting": name, "xla_output_layer_rel_err":
+                     float(np.linalg.norm(xla - want) / np.linalg.norm(want))})
+        print(json.dumps(rows[-1]), flush=True)
+        tries = [(lay, int(w)) for w in a.widths.split(",") for lay in a.layouts.split(",")]
+        for layout, width in tries:
             readout_mgpu.FOLD_WIDTH = width         # read when the kernel is traced
+            readout_mgpu.FOLD_B_TRANSPOSED = layout == "kmajor"
             fn = jax.jit(lambda x0, xv, wv, w_out, w8=w8, width=width: readout_mgpu.readout(
                 x0, xv, w0, wv, b, wr, br, interpret=interpret, fp8_weights=w8, w_out=w_out))
-            row = {"setting": name, "fold_width": width}
+            row = {"setting": name, "fold_width": width, "b_layout": layout}
             try:
                 got = jax.block_until_ready(fn(x0, xv, wv, w_out))
                 row["compiled"] = True
-                row["rel_err"] = float(jnp.linalg.norm(got - want) / jnp.linalg.norm(want))
-                variants[f"{name}_fold{width}"] = (fn, (x0, xv, wv, w_out))
+                got = np.asarray(got, np.float64)
+                row["rel_err"] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+                variants[f"{name}_fold{width}_{layout}"] = (fn, (x0, xv, wv, w_out))
             except Exception as e:        # noqa: BLE001 (a probe: report, go on)
                 row["compiled"] = False
                 row["error"] = f"{type(e).__name__}: {e}"[:1500]
@@ -70,7 +87,7 @@ def main():
             rows.append(row)
             if row["compiled"]:
                 break                 # the narrowest width that works is the one to time
-    readout_mgpu.FOLD_WIDTH = 16
+    readout_mgpu.FOLD_WIDTH, readout_mgpu.FOLD_B_TRANSPOSED = 16, True
     times = {n: [] for n in variants}
     for r in range(a.rounds):
         for name in (list(variants) if r % 2 == 0 else list(variants)[::-1]):

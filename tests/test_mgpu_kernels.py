@@ -299,8 +299,10 @@ def test_readout_kernel_with_the_output_layer_folded_in(fp8):
     want = readout_mgpu.readout_logits_reference(f32(x0), tuple(f32(v) for v in xs), f32(w0),
                                                  f32(ws), f32(b), f32(wr), f32(br), w_out)
     assert _rel(got, want) < 5e-3
-    hi, lo = readout_mgpu.split_hi_lo(w_out, jnp.bfloat16)
+    hi, lo = jax.jit(readout_mgpu.split_hi_lo)(w_out)
     assert _rel(f32(hi) + f32(lo), w_out) < 2e-5 < _rel(f32(hi), w_out)
+    np.testing.assert_array_equal(np.asarray(f32(hi)), np.asarray(f32(hi.astype(jnp.float32)
+                                                                        .astype(jnp.bfloat16))))
 
 
 def test_ppgn_with_the_output_layer_folded_into_the_readout(monkeypatch):
@@ -317,6 +319,13 @@ def test_ppgn_with_the_output_layer_folded_into_the_readout(monkeypatch):
     model = build_model("ppgn", T, hidden=128, num_blocks=1, compute_dtype=jnp.bfloat16,
                         pallas=True)
     params = random_params(build_model("ppgn", T, hidden=128, num_blocks=1))
+    # unset, a bf16 readout folds (the program of "1", the same logits bit for bit)
+    monkeypatch.delenv("DDGJAX_READOUT_FOLD")
+    adj6, nm6 = random_batch(7, [8, 6, 8, 5], 8)
+    t6, lv6 = noise_inputs(4, seed=5)
+    default = np.asarray(jax.jit(lambda p: model.apply(p, adj6, nm6, t6, lv6))(params))
+    np.testing.assert_array_equal(default, runs["1"]["out"])
+    monkeypatch.setenv("DDGJAX_READOUT_FOLD", "1")
     adj, nm = random_batch(5, [12, 9, 11, 5], 12)
     t, lv = noise_inputs(4, seed=3)
     one = lambda a, k, ti, l: model.apply(params, a[None], k[None], ti[None], l[None])[0]

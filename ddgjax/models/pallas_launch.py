@@ -178,12 +178,17 @@ def mix_one_accumulator() -> bool:
     return env_switch("DDGJAX_MIX_ONE_ACC", default=False)
 
 
-def readout_fold() -> bool:
+def readout_fold() -> bool | None:
     """Whether the Mosaic readout kernel also computes the PPGN's output layer
     (``readout_mgpu.readout``'s ``w_out``: it writes the logits instead of the 128-channel
-    residual output that XLA would read back for them). ``DDGJAX_READOUT_FOLD=1`` on,
-    ``0`` off; off by default until measured (docs/benchmarks.md). Read when a program
-    is traced."""
+    residual output that XLA would read back for them): ``DDGJAX_READOUT_FOLD=1`` on, ``0``
+    off; unset (``None``) the PPGN decides: on where the readout reads bf16 block outputs
+    (H200, rounds 82-83: sampling 1024 Planar-60 graphs 0.955 and 0.967 against 0.966 and 0.982 s), off under
+    float8 weights (0.725 against 0.718 s: the fold's operand costs the shared memory that
+    let two of those kernels share an SM). Read when a program is traced."""
+    value = os.environ.get("DDGJAX_READOUT_FOLD", "").strip()
+    if value == "":
+        return None
     return env_switch("DDGJAX_READOUT_FOLD", default=False)
 
 
@@ -236,7 +241,7 @@ _TRACE_SETTINGS = (("backend", kernel_backend), ("mgpu_readout", mosaic_readout)
                    ("fp8_activations_probe", fp8_activations_probe),
                    ("fp8_activations", fp8_activations), ("norm_kernel", _norm_kernel_record),
                    ("mix_one_accumulator", mix_one_accumulator),
-                   ("readout_fold", readout_fold),
+                   ("readout_fold", _env_or_unset("DDGJAX_READOUT_FOLD")),
                    *((f"{k.lower()}_ctas_per_sm", _env_or_unset(f"DDGJAX_{k}_CTAS_PER_SM"))
                      for k in ("NORM", "MIX", "READOUT")))
 

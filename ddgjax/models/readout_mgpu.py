@@ -5,10 +5,12 @@ Computes, for every entry (row) ``m``,
     z   = x_0 @ w_0 + sum_k x_k @ w_k + b           (the readout Dense over [x_0, x_1..x_K])
     out = z + leaky_relu(z @ w_r + b_r)              (the residual layer)
 
-and writes ``out`` channels first (``[H, M]``, bfloat16); the output layer Dense(H -> 1)
-stays in XLA. XLA runs the readout as K + 1 partial GEMMs and their sums, each a pass
-over a ``[M, H]`` tensor; here every block output ``x_k`` is read once and ``out`` written
-once.
+and writes ``out`` channels first (``[H, M]``, bfloat16), or, with the output layer
+Dense(H -> 1) folded in (``readout``'s ``w_out``; the PPGN's default for bf16 block
+outputs, ``pallas_launch.readout_fold``), the logits ``out @ w_out`` (float32 ``[M]``)
+instead. XLA runs the readout as K + 1 partial GEMMs and their sums, each a pass over a
+``[M, H]`` tensor; here every block output ``x_k`` is read once and ``out`` written once
+(or not at all).
 
 The weights do not fit in shared memory (``K x 128 x 128`` bf16: 256 KB at K = 8), so each
 tile of rows streams them with its inputs: a ring of (``w_k^T``, ``x_k`` tile) buffers,
@@ -44,6 +46,10 @@ NEGATIVE_SLOPE = 0.01
 INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
 RINGS = {64: 3, 128: 2}     # (w_k^T, x_k tile) buffers per tile size (shared memory)
 FOLD_WIDTH = 16             # the output-layer fold's MMA width: w_out's hi and lo parts
+# the fold's right operand staged K-major, [FOLD_WIDTH, H] (a 256-byte row, the 128-byte
+# swizzle), and read through a transposed view: round 81 found the N-major [H, 16] and
+# [H, 32] operands (32- and 64-byte swizzles) not lowering on an H200
+FOLD_B_TRANSPOSED = True
 
 
 def supported_widths(c0: int, widths, h: int) -> bool:
@@ -91,13 +97,20 @@ def readout_logits_reference(x0, xs, w0, ws, b, wr, br, w_out):
     return jnp.einsum("hm,h->m", out_t.astype(jnp.float32), w_out.astype(jnp.float32))
 
 
-def split_hi_lo(w, dtype):
-    """``w`` (float32) as ``hi + lo``, both in ``dtype`` (bfloat16): ``hi`` its rounding,
-    ``lo`` the rounding of what is left, so that ``hi + lo`` carries ~16 of float32's 24
-    bits (a relative error of ~2^-17, against 2^-9 for ``hi`` alone)."""
-    hi = w.astype(dtype)
-    lo = (w.astype(jnp.float32) - hi.astype(jnp.float32)).astype(dtype)
-    return hi, lo
+def split_hi_lo(w, dtype=jnp.bfloat16):
+    """``w`` (float32) as ``hi + lo``, both bfloat16: ``hi`` is ``w`` with the low 16 bits
+    of its float32 pattern cleared (exactly a bfloat16 value), ``lo`` the bfloat16 rounding
+    of the rest (exact in float32), so that ``hi + lo`` carries ~16 of float32's 24 bits (a
+    relative error of ~2^-16, against ~2^-8 for ``hi`` alone). The bit mask, not a round
+    trip through bfloat16: XLA may drop a float32 -> bfloat16 -> float32 round trip
+    (``xla_allow_excess_precision``, on by default), which made ``lo`` zero on an H200
+    (round 82)."""
+    if jnp.dtype(dtype) != jnp.dtype(jnp.bfloat16):
+        raise ValueError(f"split_hi_lo: bfloat16 parts only, got {jnp.dtype(dtype).name}")
+    w = w.astype(jnp.float32)
+    bits = lax.bitcast_convert_type(w, jnp.uint32) & jnp.uint32(0xFFFF0000)
+    hi = lax.bitcast_convert_type(bits, jnp.float32)
+    return hi.astype(dtype), (w - hi).astype(dtype)
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
@@ -169,9 +182,11 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     biases = jnp.stack([v.astype(jnp.float32) for v in vectors])             # [2 or 3, H]
     steps = per_cta * k_blocks
     fold = w_out is not None
+    fold_t = FOLD_B_TRANSPOSED
     if fold:
         hi, lo = split_hi_lo(w_out, dt)
         wcol = jnp.zeros((h, FOLD_WIDTH), dt).at[:, 0].set(hi).at[:, 1].set(lo)
+        wcol = wcol.T if fold_t else wcol                  # [FOLD_WIDTH, H] or [H, FOLD_WIDTH]
     else:
         wcol = jnp.zeros((8, FOLD_WIDTH), dt)              # unused
     n_const = 4 if fold else 3
@@ -266,7 +281,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             plgpu.commit_smem()
             if fold:                      # logits = out @ (hi + lo): row sums of out @ wcol
                 def output_layer(acc):
-                    plgpu.wgmma(acc, transposed(z_s, 2), wc_s)
+                    plgpu.wgmma(acc, transposed(z_s, 2),
+                                transposed(wc_s, 3) if fold_t else wc_s)
                     return acc[...]
                 lg = pl.run_scoped(output_layer, plgpu.ACC((tm, FOLD_WIDTH), jnp.float32))
                 out_g[rows(t)] = jnp.sum(lg, axis=1)
@@ -281,7 +297,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
                plgpu.SMEM((len(vectors), h), jnp.float32),
-               plgpu.SMEM(wcol.shape, dt, transforms=smem_transforms(FOLD_WIDTH)),
+               plgpu.SMEM(wcol.shape, dt, transforms=smem_transforms(wcol.shape[1])),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
                plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
@@ -296,7 +312,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         options["interpret"] = InterpretGPUParams()
         scratch += [plgpu.SMEM((INPUT_WIDTH, tm), dt, transforms=smem_transforms(tm)),
                     plgpu.SMEM((128, tm), wdt, transforms=smem_transforms(tm, wdt)),
-                    plgpu.SMEM((tm, h), dt, transforms=smem_transforms(h))]
+                    plgpu.SMEM((tm, h), dt, transforms=smem_transforms(h)),
+                    plgpu.SMEM((h, FOLD_WIDTH), dt, transforms=smem_transforms(FOLD_WIDTH))]
     out_type = (jax.ShapeDtypeStruct((m_rows,), jnp.float32) if fold
                 else jax.ShapeDtypeStruct((h, m_rows), dt))
     kernel = plgpu.kernel(readout_wgmma_kernel, out_type=out_type,
