@@ -183,9 +183,10 @@ def readout_fold() -> bool | None:
     (``readout_mgpu.readout``'s ``w_out``: it writes the logits instead of the 128-channel
     residual output that XLA would read back for them): ``DDGJAX_READOUT_FOLD=1`` on, ``0``
     off; unset (``None``) the PPGN decides: on where the readout reads bf16 block outputs
-    (H200, rounds 82-83: sampling 1024 Planar-60 graphs 0.955 and 0.967 against 0.966 and 0.982 s), off under
-    float8 weights (0.725 against 0.718 s: the fold's operand costs the shared memory that
-    let two of those kernels share an SM). Read when a program is traced."""
+    (H200, rounds 82-83: sampling 1024 Planar-60 graphs 0.955 and 0.967 s against 0.966
+    and 0.982 s), off under float8 weights (0.725 against 0.718 s: there two readout CTAs
+    share an SM, and the fold's MMA and shared memory cost more than its saved bytes).
+    Read when a program is traced."""
     value = os.environ.get("DDGJAX_READOUT_FOLD", "").strip()
     if value == "":
         return None

@@ -665,8 +665,8 @@ class PPGN(nn.Module):
                 tuple(as_read(o.reshape(rows, h)) for o in outs[1:]),
                 k_read[:c0], k_blocks.reshape(len(outs) - 1, h, h), b_read, k_res, b_res)
         fold = pallas_launch.readout_fold()
-        if fold is None:                          # the default: where it was faster
-            fold = not w8
+        if fold is None:          # the default: where it was measured faster (bf16 outputs)
+            fold = not any(pair_mlp_mgpu.is_fp8(o.dtype) for o in outs[1:])
         if fold:                                  # the output layer inside the kernel
             logits = readout_mgpu.readout_differentiable(
                 *args, fp8_weights=w8, w_out=k_out[:, 0]) + b_out[0]
