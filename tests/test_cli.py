@@ -223,6 +223,15 @@ def test_fp8_activations_flag_sets_the_environment_or_refuses(monkeypatch):
     sample_cli.use_fp8_settings(fv(fp8_activations="0", pallas=False), run("float32"))
     sample_cli.use_fp8_settings(fv(fp8=True), run("bfloat16"))
     assert os.environ["DDGJAX_FP8_PRODUCT"] == "1"
+    # where the Pallas kernels do not run at all (a CPU without the interpreter), both
+    # flags warn instead of recording a setting that did nothing
+    monkeypatch.setenv("DDGJAX_PALLAS_INTERPRET", "0")
+    monkeypatch.setenv("DDGJAX_FP8_ACTIVATIONS", "0")
+    with pytest.warns(UserWarning, match=r"--fp8: the PPGN's Pallas kernels do not run on "
+                                         r"this backend \(cpu"):
+        sample_cli.use_fp8_settings(fv(fp8=True), run("bfloat16"))
+    with pytest.warns(UserWarning, match="--fp8 and --fp8_activations: .* nothing is stored"):
+        sample_cli.use_fp8_settings(fv(fp8=True, fp8_activations="prod"), run("bfloat16"))
 
 
 def test_train_cli_on_two_hosts(tmp_path):

@@ -144,16 +144,22 @@ def use_fp8_settings(fv, run) -> None:
             raise SamplingError(f"{flag}: {fv.workdir} samples in {dtype}; the float8 path is "
                                 "part of the bfloat16 Pallas kernels: add --compute_dtype "
                                 "bfloat16")
+    from ddgjax.models import pallas_launch
+
+    on = [flag for flag, is_on in wanted if is_on]
+    if on and not pallas_launch.available():
+        import warnings
+        warnings.warn(f"{' and '.join(on)}: the PPGN's Pallas kernels do not run on this "
+                      f"backend ({jax_backend()}; GPUs only), so the model takes its XLA path "
+                      "and nothing is stored in float8", stacklevel=2)
     if fv.fp8_activations is not None:
         env = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "").strip().lower()
         if env not in ("", "0") and env != fv.fp8_activations:
             raise SamplingError(f"--fp8_activations={fv.fp8_activations} contradicts "
                                 f"DDGJAX_FP8_ACTIVATIONS={env} in the environment: give one")
         os.environ["DDGJAX_FP8_ACTIVATIONS"] = fv.fp8_activations
-        from ddgjax.models import pallas_launch
-
         backend = pallas_launch.kernel_backend()
-        if fv.fp8_activations != "0" and backend != "mosaic":
+        if fv.fp8_activations != "0" and backend != "mosaic" and pallas_launch.available():
             import warnings
             warnings.warn(f"--fp8_activations={fv.fp8_activations}: the float8 activations "
                           "live in the Mosaic kernels of Hopper GPUs (H100/H200); this "
@@ -161,6 +167,12 @@ def use_fp8_settings(fv, run) -> None:
                           "float8", stacklevel=2)
     if fv.fp8:
         os.environ["DDGJAX_FP8_PRODUCT"] = "1"
+
+
+def jax_backend() -> str:
+    """The default JAX backend's name (``cpu``, ``gpu``, ``tpu``)."""
+    import jax
+    return jax.default_backend()
 
 
 def sampler_options(fv) -> dict:
