@@ -435,7 +435,7 @@ def test_fp8_product_under_mosaic(monkeypatch):
 
 
 def test_round_to_fp8_rounds_like_float8_and_saturates():
-    from ddgjax.models.ppgn import round_to_fp8
+    from ddgjax.models.pair_mlp_mgpu import round_to_fp8
 
     exact = jnp.array([0.0, 1.0, -1.5, 0.109375, 448.0], jnp.bfloat16)   # e4m3 values
     np.testing.assert_array_equal(np.asarray(round_to_fp8(exact)), np.asarray(exact))

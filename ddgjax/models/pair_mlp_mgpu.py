@@ -202,13 +202,19 @@ def _round_weights_to_fp8_trainable_jvp(primals, tangents):
     return round_weights_to_fp8(w), jnp.asarray(w_dot, jnp.float32)
 
 
+def round_to_fp8(x):
+    """``x`` rounded to float8 e4m3 as the float8 sampling settings store activations
+    (``to_fp8_saturated``: saturating at +-448, no scale) and back to ``x``'s dtype: what a
+    kernel reading a float8 copy of ``x`` sees. Any shape."""
+    return to_fp8_saturated(x).astype(x.dtype)
+
+
 @jax.custom_jvp
 def round_to_fp8_trainable(x):
-    """``x`` rounded to float8 e4m3 as the float8 sampling settings store activations
-    (``to_fp8_saturated``: saturating at +-448, no scale) and back to ``x``'s dtype, with a
-    straight-through gradient (the identity): for training a model whose block outputs
-    are their float8 roundings (``PPGN.fp8_activations``). Any shape."""
-    return to_fp8_saturated(x).astype(x.dtype)
+    """``round_to_fp8(x)`` with a straight-through gradient (the identity): for training a
+    model whose block outputs are their float8 roundings (``PPGN.fp8_activations``). Any
+    shape."""
+    return round_to_fp8(x)
 
 
 @round_to_fp8_trainable.defjvp

@@ -128,7 +128,7 @@ def fp8_activations_probe() -> bool:
     probe for float8 activations, not a fast path. Under ``pallas`` each PPGN block rounds
     its per-channel product and its output (the next block's input, read by the pair,
     mixing and readout kernels) to float8 e4m3, saturating at +-448, and back, as kernels
-    that stored those tensors in float8 would see them (``ppgn.round_to_fp8``; extra XLA
+    that stored those tensors in float8 would see them (``pair_mlp_mgpu.round_to_fp8``; extra XLA
     passes, so it is slower). Read when a program is traced."""
     return env_switch("DDGJAX_FP8_ACTIVATIONS_PROBE", default=False)
 

@@ -326,9 +326,9 @@ class PPGNBlockFused(nn.Module):
             def block_output(out):
                 if fp8_act:
                     return pair_mlp_mgpu.to_fp8_saturated(out)
-                return round_to_fp8(out) if probe else out
+                return pair_mlp_mgpu.round_to_fp8(out) if probe else out
             if probe:
-                prod = round_to_fp8(prod)
+                prod = pair_mlp_mgpu.round_to_fp8(prod)
             if not mix_norm_kernel.supported(rows, nodes_sq, c_x, h):   # (never folded)
                 y = Linear(h, cdt, specs=("bijc", "cbij"), name="mix", bias_gradient=False,
                            fp8_rows=(0, c_in) if self.fp8_weights else None)(
@@ -396,12 +396,6 @@ def fp8_rounded_params(variables, hidden: int, num_blocks: int):
     c0 = kr.shape[0] - num_blocks * hidden
     p["readout"]["kernel"] = np.concatenate([kr[:c0], r8(kr[c0:])])
     return out
-
-
-def round_to_fp8(x: jax.Array) -> jax.Array:
-    """``x`` rounded to float8 e4m3 (saturating at its largest finite value, 448) and back
-    to ``x``'s dtype: what a kernel reading a float8 copy of ``x`` would see. Any shape."""
-    return pair_mlp_mgpu.to_fp8_saturated(x).astype(x.dtype)
 
 
 def fold_linear(embed, kernel: jax.Array, bias: jax.Array):
