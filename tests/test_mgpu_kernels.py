@@ -324,7 +324,10 @@ def test_ppgn_with_the_output_layer_folded_into_the_readout(monkeypatch):
     adj6, nm6 = random_batch(7, [8, 6, 8, 5], 8)
     t6, lv6 = noise_inputs(4, seed=5)
     default = np.asarray(jax.jit(lambda p: model.apply(p, adj6, nm6, t6, lv6))(params))
-    np.testing.assert_array_equal(default, runs["1"]["out"])
+    if ON_CPU:
+        np.testing.assert_array_equal(default, runs["1"]["out"])
+    else:                        # (a GPU's reductions need not repeat bit for bit)
+        assert _rel(default, runs["1"]["out"]) < 1e-4
     monkeypatch.setenv("DDGJAX_READOUT_FOLD", "1")
     adj, nm = random_batch(5, [12, 9, 11, 5], 12)
     t, lv = noise_inputs(4, seed=3)
