@@ -123,8 +123,8 @@ def test_train_resume_sample_end_to_end(trained_workdir):
     assert data["generated_by"]["kernel_switches"] == {
         "backend": "triton", "mgpu_readout": True, "fold_embed": True, "fp8_product": False,
         "pair_warp_specialized": True, "fp8_activations_probe": False, "fp8_activations": "0",
-        "norm_kernel": "auto", "norm_ctas_per_sm": "unset", "mix_ctas_per_sm": "unset",
-        "readout_ctas_per_sm": "unset"}
+        "norm_kernel": "auto", "mix_one_accumulator": False, "readout_fold": "unset",
+        "norm_ctas_per_sm": "unset", "mix_ctas_per_sm": "unset", "readout_ctas_per_sm": "unset"}
     assert (out / "grid.png").stat().st_size > 1000
     assert (out / "chain.png").stat().st_size > 1000
     assert len(list((out / "graphml").glob("*.graphml"))) == 10
