@@ -24,8 +24,6 @@ import numpy as np  # noqa: E402
 from ddgjax import sampling, training  # noqa: E402
 
 
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default="", help="a trained run (default: train a tiny one)")

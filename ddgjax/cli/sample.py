@@ -133,8 +133,14 @@ def use_fp8_settings(fv, run) -> None:
     ``DDGJAX_FP8_ACTIVATIONS`` other than ``0`` in the environment is refused too."""
     from ddgjax.sampling import SamplingError
 
+    import warnings
+
+    import jax
+    from ddgjax.models import pallas_launch
+
     wanted = (("--fp8", fv.fp8), ("--fp8_activations", fv.fp8_activations not in (None, "0")))
-    for flag in (flag for flag, on in wanted if on):
+    on = [flag for flag, is_on in wanted if is_on]
+    for flag in on:
         if not fv.pallas:
             raise SamplingError(f"{flag} stores activations of the PPGN's Pallas kernels in "
                                 "float8: it needs --pallas (and bfloat16: --compute_dtype "
@@ -144,13 +150,9 @@ def use_fp8_settings(fv, run) -> None:
             raise SamplingError(f"{flag}: {fv.workdir} samples in {dtype}; the float8 path is "
                                 "part of the bfloat16 Pallas kernels: add --compute_dtype "
                                 "bfloat16")
-    from ddgjax.models import pallas_launch
-
-    on = [flag for flag, is_on in wanted if is_on]
     if on and not pallas_launch.available():
-        import warnings
         warnings.warn(f"{' and '.join(on)}: the PPGN's Pallas kernels do not run on this "
-                      f"backend ({jax_backend()}; GPUs only), so the model takes its XLA path "
+                      f"backend ({jax.default_backend()}; GPUs only), so the model takes its XLA path "
                       "and nothing is stored in float8", stacklevel=2)
     if fv.fp8_activations is not None:
         env = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "").strip().lower()
@@ -160,19 +162,12 @@ def use_fp8_settings(fv, run) -> None:
         os.environ["DDGJAX_FP8_ACTIVATIONS"] = fv.fp8_activations
         backend = pallas_launch.kernel_backend()
         if fv.fp8_activations != "0" and backend != "mosaic" and pallas_launch.available():
-            import warnings
             warnings.warn(f"--fp8_activations={fv.fp8_activations}: the float8 activations "
                           "live in the Mosaic kernels of Hopper GPUs (H100/H200); this "
                           f"process runs the {backend!r} kernels, so nothing is stored in "
                           "float8", stacklevel=2)
     if fv.fp8:
         os.environ["DDGJAX_FP8_PRODUCT"] = "1"
-
-
-def jax_backend() -> str:
-    """The default JAX backend's name (``cpu``, ``gpu``, ``tpu``)."""
-    import jax
-    return jax.default_backend()
 
 
 def sampler_options(fv) -> dict:
