@@ -23,6 +23,10 @@ def get_config():
     # smallest bucket that holds it, padded to that size, batch about B * (max_nodes/N_b)^2;
     # sampling groups graphs by the same buckets.
     config.data.buckets = ""
+    # How an epoch orders the buckets' steps: "random" (a seeded interleaving, one jitted
+    # call per step) or "sizes" (bucket by bucket, smallest first, in every epoch: a chunk
+    # of epochs runs as one program, and several seeds in one program can use buckets).
+    config.data.bucket_order = "random"
 
     config.model = ml_collections.ConfigDict()
     config.model.name = "ppgn"      # "ppgn", "edp" or "gt" (graph transformer)

@@ -93,6 +93,13 @@ def get_config(name_or_path: str):
     return config
 
 
+# How an epoch orders the size buckets' steps (config.data.bucket_order): "random"
+# interleaves them in a seeded order, one jitted call per step; "sizes" runs them bucket by
+# bucket in size order, the same in every epoch, so a chunk of epochs is one program (and
+# several seeds in one program share it). docs/method.md, "Size buckets".
+BUCKET_ORDERS = ("random", "sizes")
+
+
 def validate_config(config) -> None:
     """Raise ConfigError naming the field for values no training step could use."""
     t = config.train
@@ -109,6 +116,10 @@ def validate_config(config) -> None:
         (config.data.max_nodes >= 0, "data.max_nodes", ">= 0 (0: automatic)"),
     ]
     parse_buckets(config.data.get("buckets", ""))
+    order = config.data.get("bucket_order", "random")
+    if order not in BUCKET_ORDERS:
+        raise ConfigError(f"config.data.bucket_order: expected one of {BUCKET_ORDERS}, "
+                          f"got {order!r}")
     for ok, field, expected in checks:
         if not ok:
             raise ConfigError(f"config.{field}: expected {expected}")

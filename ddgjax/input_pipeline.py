@@ -10,8 +10,10 @@ training graphs are split by node count into buckets of sizes ``N_1 < ... < N_K`
 (each graph in the smallest that holds it), each bucket padded only to its own
 ``N_b`` with a batch size that grows as ``N_b`` shrinks (:func:`plan_buckets`), and an
 epoch is every bucket's batches in a seeded interleaved order
-(:func:`bucket_epoch_batches`); each step carries a loss weight that keeps the
-epoch's gradient the pair-weighted mean over all training graphs.
+(:func:`bucket_epoch_batches`), or with ``config.data.bucket_order = "sizes"`` bucket
+by bucket in size order (:func:`sized_bucket_batches`: the same batches, an order
+that lets whole epochs run as one program); each step carries a loss weight that
+keeps the epoch's gradient the pair-weighted mean over all training graphs.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ddgjax.configuration import parse_buckets
+from ddgjax.configuration import BUCKET_ORDERS, parse_buckets
 
 from ddgjax.data import Dataset, load_dataset, max_num_nodes, node_count_distribution
 from ddgjax.graphs import GraphBatch, graphs_to_batch
@@ -227,33 +229,59 @@ def bucket_data(batch: GraphBatch, plan: BucketPlan) -> list[GraphBatch]:
             for n, m in zip(plan.sizes, plan.members)]
 
 
-def bucket_epoch_batches(plan: BucketPlan, seed: int, epoch: int):
+def bucket_epoch_batches(plan: BucketPlan, seed: int, epoch: int, order: str = "random"):
     """One epoch in buckets: ``(bucket int32[S], batches, weights float32[S])``.
 
     Step ``s`` trains bucket ``bucket[s]`` on ``batches[s]`` (``int32[B_b]``, indices into
     that bucket's arrays of :func:`bucket_data`; its last batch is padded with index
     ``G_b``, the empty graph) with loss weight ``weights[s]``. Every training graph
-    appears once; graphs are shuffled within their bucket and the buckets' steps are
-    interleaved in a random order, all drawn from ``(seed, epoch)`` only.
+    appears once; graphs are shuffled within their bucket, drawn from ``(seed, epoch)``
+    only. ``order`` (``BUCKET_ORDERS``): ``"random"`` interleaves the buckets' steps in
+    an order drawn from ``(seed, epoch)`` too; ``"sizes"`` takes them bucket by bucket,
+    smallest first. Both orders give each bucket the same batches.
     """
+    if order not in BUCKET_ORDERS:
+        raise ValueError(f"bucket order {order!r}: expected one of {BUCKET_ORDERS}")
     rng = np.random.default_rng([seed, epoch, len(plan.sizes)])
     per_bucket = []
     for m, bsz, steps in zip(plan.members, plan.batch_sizes, plan.steps):
         idx = np.full(steps * bsz, m.size, dtype=np.int32)
         idx[:m.size] = rng.permutation(m.size)
         per_bucket.append(idx.reshape(steps, bsz))
-    order = rng.permutation(np.repeat(np.arange(len(plan.sizes)), plan.steps)).astype(np.int32)
+    buckets = np.repeat(np.arange(len(plan.sizes)), plan.steps).astype(np.int32)
+    if order == "random":
+        buckets = rng.permutation(buckets).astype(np.int32)
     taken = [0] * len(plan.sizes)
     batches = []
-    for b in order:
+    for b in buckets:
         batches.append(per_bucket[b][taken[b]])
         taken[b] += 1
-    weights = np.asarray(plan.weights, dtype=np.float32)[order]
-    return order, batches, weights
+    weights = np.asarray(plan.weights, dtype=np.float32)[buckets]
+    return buckets, batches, weights
 
 
-def bucket_batches_for_epochs(plan: BucketPlan, seed: int, first_epoch: int, end_epoch: int):
+def bucket_batches_for_epochs(plan: BucketPlan, seed: int, first_epoch: int, end_epoch: int,
+                              order: str = "random"):
     """:func:`bucket_epoch_batches` of epochs ``first_epoch .. end_epoch - 1``, concatenated."""
-    parts = [bucket_epoch_batches(plan, seed, e) for e in range(first_epoch, end_epoch)]
+    parts = [bucket_epoch_batches(plan, seed, e, order) for e in range(first_epoch, end_epoch)]
     return (np.concatenate([p[0] for p in parts]), [b for p in parts for b in p[1]],
             np.concatenate([p[2] for p in parts]))
+
+
+def sized_bucket_batches(plan: BucketPlan, seed: int, first_epoch: int,
+                         end_epoch: int) -> list[np.ndarray]:
+    """The batches of epochs ``first_epoch .. end_epoch - 1`` in size order, per bucket:
+    ``int32[E, steps_b, B_b]`` for bucket ``b`` (``E = end_epoch - first_epoch``), i.e.
+    :func:`bucket_epoch_batches` with ``order="sizes"``, grouped by bucket."""
+    starts = np.concatenate([[0], np.cumsum(plan.steps)])
+    out = [[] for _ in plan.sizes]
+    for e in range(first_epoch, end_epoch):
+        _, batches, _ = bucket_epoch_batches(plan, seed, e, "sizes")
+        for b in range(len(plan.sizes)):
+            out[b].append(np.stack(batches[starts[b]:starts[b + 1]]))
+    return [np.stack(o).astype(np.int32) for o in out]
+
+
+def sized_step_weights(plan: BucketPlan) -> np.ndarray:
+    """``float32[S]``: the loss weights of one epoch's steps in size order."""
+    return np.repeat(np.asarray(plan.weights, dtype=np.float32), plan.steps)

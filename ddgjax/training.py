@@ -306,6 +306,56 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     return _sharded(per_device, mesh, P(None, None, AXIS), compiler_options=compiler_options)
 
 
+def make_train_chunk_buckets(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
+                             steps: tuple, ema_decay: float = 0.0, stacked: bool = False,
+                             flat: bool = False,
+                             compiler_options: dict | None = None) -> Callable:
+    """``make_train_chunk`` for size buckets taken in size order
+    (``config.data.bucket_order = "sizes"``): whole epochs in one program.
+
+    An epoch is bucket 0's ``steps[0]`` steps, then bucket 1's, and so on (each at its
+    own shape, unrolled in the scan's body), so a chunk of epochs is one ``lax.scan``
+    and compiles once, where the seeded interleaving of ``"random"`` takes one call per
+    step. ``stacked``: several runs (seeds) in one program, as ``make_train_chunk_seeds``
+    (``base_key`` then ``[R]`` keys, state leaves ``[R, ...]``); all runs take the same
+    bucket in the same step, which is what lets them share one program.
+
+    Args of the returned function: ``state``; ``data_adj`` and ``data_mask``: tuples of
+    the buckets' arrays (``input_pipeline.bucket_data``, replicated); ``batch_idx``: a
+    tuple of ``int32[E, steps_b, B_b]`` (``[E, steps_b, R, B_b]`` when stacked) per
+    bucket (``input_pipeline.sized_bucket_batches``), sharded over the last axis;
+    ``bucket_weight``: ``float32[K]``, the buckets' loss weights (replicated). Returns the
+    state after ``E`` epochs and the steps' losses, ``float32[E * S]`` (``[E * S, R]``)
+    in the order they ran. Run ``r`` equals ``make_train_chunk(weighted=True)`` called
+    step by step in the same order.
+    """
+    steps = tuple(int(n) for n in steps)
+
+    def per_device(state, data_adj, data_mask, batch_idx, bucket_weight):
+        def make_step(layout):
+            one_step = _train_step(model, tx, process, ema_decay, layout)
+            if stacked:
+                step = jax.vmap(one_step, in_axes=(0, 0, None, None, 0, None))
+            else:
+                step = one_step
+
+            def epoch(st, idx):
+                losses = []
+                for b, n in enumerate(steps):
+                    for k in range(n):
+                        st, loss = step(st, idx[b][k], data_adj[b], data_mask[b], base_key,
+                                        bucket_weight[b])
+                        losses.append(loss)
+                return st, jnp.stack(losses)
+            return epoch
+
+        state, losses = _scan_steps(make_step, state, batch_idx, flat, stacked)
+        return state, losses.reshape((-1,) + losses.shape[2:])
+
+    batch_spec = P(None, None, None, AXIS) if stacked else P(None, None, AXIS)
+    return _sharded(per_device, mesh, batch_spec, (P(),), compiler_options)
+
+
 # ----------------------------------------------------------------------------
 # The loop
 
@@ -532,9 +582,18 @@ def first_chunk_specs(setup: "_Setup", state_spec, seeds: list[int], stacked: bo
         idx = _spec(idx_shape, np.int32, batch_sharded(mesh, len(idx_shape) - 1))
         return [(state, _spec(adj_shape, adj_dtype, rep), _spec(mask_shape, mask_dtype, rep),
                  idx)]
+    datas = input_pipeline.bucket_data(setup.data, setup.buckets)
+    if setup.sized_buckets:
+        plan = setup.buckets
+        size = progress_piece_epochs(end_epoch, spe) if pieces else end_epoch
+        runs = (len(seeds),) if stacked else ()
+        idx = tuple(_spec((size, n) + runs + (bsz,), np.int32, batch_sharded(mesh, 2 + len(runs)))
+                    for n, bsz in zip(plan.steps, plan.batch_sizes))
+        return [(state, tuple(_spec(d.adj.shape, d.adj.dtype, rep) for d in datas),
+                 tuple(_spec(d.node_mask.shape, d.node_mask.dtype, rep) for d in datas), idx,
+                 _spec((len(plan.sizes),), np.float32, rep))]
     specs = []
-    for data, bsz in zip(input_pipeline.bucket_data(setup.data, setup.buckets),
-                         setup.buckets.batch_sizes):
+    for data, bsz in zip(datas, setup.buckets.batch_sizes):
         specs.append((state, _spec(data.adj.shape, data.adj.dtype, rep),
                       _spec(data.node_mask.shape, data.node_mask.dtype, rep),
                       _spec((1, bsz), np.int32, batch_sharded(mesh, 1)),
@@ -596,6 +655,9 @@ class _Setup:
             self.buckets = input_pipeline.plan_buckets(self.data.num_nodes, bounds, B,
                                                        self.max_nodes, self.n_dev)
             self.steps_per_epoch = self.buckets.steps_per_epoch
+        # "sizes": the buckets' steps in size order, whole epochs per jitted call
+        self.bucket_order = config.data.get("bucket_order", "random")
+        self.sized_buckets = self.buckets is not None and self.bucket_order == "sizes"
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
         # flat train state in the chunks: safe for make_optimizer's optimizers (flat_state)
         self.flat_update = bool(config.train.get("flat_update", True))
@@ -613,7 +675,29 @@ class _Setup:
         rows = self.buckets.describe()
         return ("size buckets (nodes: graphs x batch, steps, loss weight): " + "; ".join(
             f"{r['nodes']}: {r['graphs']} x {r['batch']}, {r['steps']}, {r['weight']:.3g}"
-            for r in rows) + f" -> {self.steps_per_epoch} steps per epoch")
+            for r in rows) + f" -> {self.steps_per_epoch} steps per epoch"
+            + (", in size order" if self.sized_buckets else ""))
+
+    def chunk_fn(self, base_key: jax.Array, stacked: bool) -> Callable:
+        """The jitted chunk of this config: ``make_train_chunk`` (one run),
+        ``make_train_chunk_seeds`` (``stacked``: several, ``base_key`` ``[R]``) or, with
+        buckets in size order, ``make_train_chunk_buckets``."""
+        common = dict(ema_decay=self.config.train.ema_decay, flat=self.flat_update,
+                      compiler_options=self.compiler_options)
+        if self.sized_buckets:
+            return make_train_chunk_buckets(self.model, self.tx, self.process, self.mesh,
+                                            base_key, self.buckets.steps, stacked=stacked,
+                                            **common)
+        if stacked:
+            if self.buckets is not None:
+                raise TrainingError(
+                    "config.data.buckets: several seeds in one program (train_seeds / --seeds) "
+                    "need the buckets in size order (config.data.bucket_order='sizes'); or "
+                    "train each seed on its own (train), or set config.data.buckets=''")
+            return make_train_chunk_seeds(self.model, self.tx, self.process, self.mesh,
+                                          base_key, **common)
+        return make_train_chunk(self.model, self.tx, self.process, self.mesh, base_key,
+                                weighted=self.buckets is not None, **common)
 
     def config_for_seed(self, seed: int) -> ml_collections.ConfigDict:
         """The (data-fitted) config with ``train.seed = seed``: what a run of that seed records."""
@@ -766,11 +850,7 @@ def _train(config, workdir, stop_after_epochs, verbose, devices, restart, where)
     """The body of :func:`train`; updates ``where`` as epochs pass."""
     setup = _Setup(config, devices, workdir)
     seed = int(setup.config.train.seed)
-    chunk_fn = make_train_chunk(setup.model, setup.tx, setup.process, setup.mesh,
-                                run_base_key(seed), setup.config.train.ema_decay,
-                                weighted=setup.buckets is not None,
-                                flat=setup.flat_update,
-                                compiler_options=setup.compiler_options)
+    chunk_fn = setup.chunk_fn(run_base_key(seed), stacked=False)
     bar_enabled = verbose and jax.process_index() == 0
     precompile = _start_precompile(setup, chunk_fn, [seed], False, [workdir], restart,
                                    bar_enabled, stop_after_epochs)
@@ -789,18 +869,10 @@ def _train_seeds(config, workdir, seeds, stop_after_epochs, verbose, devices, re
                  where) -> dict:
     """The body of :func:`train_seeds`."""
     setup = _Setup(config, devices, workdir)
-    if setup.buckets is not None:
-        raise TrainingError("config.data.buckets: size buckets are not supported with several "
-                            "seeds in one program (train_seeds / --seeds): train each seed on "
-                            "its own (train), or set config.data.buckets=''")
+    chunk_fn = setup.chunk_fn(jnp.stack([run_base_key(s) for s in seeds]), stacked=True)
     if not restart:
         for s in seeds:
             _check_seed_record(seed_workdir(workdir, s), s)
-    chunk_fn = make_train_chunk_seeds(setup.model, setup.tx, setup.process, setup.mesh,
-                                      jnp.stack([run_base_key(s) for s in seeds]),
-                                      setup.config.train.ema_decay,
-                                      flat=setup.flat_update,
-                                      compiler_options=setup.compiler_options)
     bar_enabled = verbose and jax.process_index() == 0
     workdirs = [seed_workdir(workdir, s) for s in seeds]
     precompile = _start_precompile(setup, chunk_fn, list(seeds), True, workdirs, restart,
@@ -864,6 +936,14 @@ def progress_piece_steps(total: int) -> int:
     there is none below it)."""
     low = max(PROGRESS_MIN_STEPS, -(-total // PROGRESS_PIECES))
     return next((d for d in range(low, total) if total % d == 0), total)
+
+
+def progress_piece_epochs(epochs: int, steps_per_epoch: int) -> int:
+    """``progress_piece_steps`` in whole epochs, for chunks that run whole epochs
+    (buckets in size order): the smallest divisor of ``epochs`` whose steps are at least
+    ``PROGRESS_MIN_STEPS`` and whose epochs at least ``epochs / PROGRESS_PIECES``."""
+    low = max(-(-PROGRESS_MIN_STEPS // steps_per_epoch), -(-epochs // PROGRESS_PIECES))
+    return next((d for d in range(low, epochs) if epochs % d == 0), epochs)
 
 
 def _progress_report(bar: Progress, setup: _Setup, where: dict):
@@ -979,7 +1059,8 @@ def _epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, stacked: bool, bar
             # One jitted call runs up to `ckpt_every` epochs (ends at a checkpoint boundary).
             next_stop = min(end_epoch, (epoch // ckpt_every + 1) * ckpt_every)
             if epoch == start_epoch and bar.enabled:
-                shapes = "" if setup.buckets is None else f", one per bucket: {len(device_data)}"
+                shapes = ("" if setup.buckets is None or setup.sized_buckets
+                          else f", one per bucket: {len(device_data)}")
                 print(f"compiling the training step ({setup.n_dev} device(s){shapes})...",
                       file=sys.stderr, flush=True)
             if epoch == start_epoch and precompile is not None:
@@ -1037,7 +1118,8 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
     ``report`` (``_progress_report``) equal pieces of ``progress_piece_steps`` steps. With
     size buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled
     program per bucket shape), in the epoch's interleaved bucket order; every call updates
-    the same state. Up to ``CALLS_IN_FLIGHT`` calls are queued ahead of the host:
+    the same state; with buckets in size order (``setup.sized_buckets``), one call per
+    chunk (or per piece of whole epochs, ``progress_piece_epochs``). Up to ``CALLS_IN_FLIGHT`` calls are queued ahead of the host:
     ``after_queued()`` (the loop's host work for the previous chunk) runs once that many
     (or all) are queued, and ``report(steps_done, losses)`` follows each call in order,
     reading its losses (which waits for it) only once the calls after it are queued.
@@ -1077,6 +1159,23 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
             call(len(idx) // size, size, device_data.adj, device_data.node_mask,
                  put_global(idx[lo:lo + size], sharding))
         weights = None
+    elif setup.sized_buckets:
+        # Each run's batches: those of a single run of its seed, per bucket
+        # [E, steps_b, R, B_b] (or [E, steps_b, B_b]); pieces of whole epochs.
+        plan = setup.buckets
+        per_run = [input_pipeline.sized_bucket_batches(plan, run.seed, epoch, end_epoch)
+                   for run in runs]
+        idx = ([np.stack([p[b] for p in per_run], axis=2) for b in range(len(plan.sizes))]
+               if stacked else per_run[0])
+        sharding = batch_sharded(mesh, idx[0].ndim - 1)
+        adjs = tuple(d.adj for d in device_data)
+        masks = tuple(d.node_mask for d in device_data)
+        bucket_weight = replicate(np.asarray(plan.weights, np.float32), mesh)
+        size = progress_piece_epochs(n_ep, spe) if report is not None else n_ep
+        for lo in range(0, n_ep, size):
+            call(n_ep // size, size * spe, adjs, masks,
+                 tuple(put_global(i[lo:lo + size], sharding) for i in idx), bucket_weight)
+        weights = np.tile(input_pipeline.sized_step_weights(plan), n_ep).reshape(n_ep, spe)
     else:
         assert not stacked and len(runs) == 1
         order, batches, weights = input_pipeline.bucket_batches_for_epochs(

@@ -41,7 +41,7 @@ NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features
                     "model.ppgn.self_condition": False, "model.ppgn.dropout": 0.0,
                     "model.ppgn.film": False, "model.gt.walk_features": 0,
                     "train.weight_decay": 0.0, "diffusion.unroll_prob": 0.0,
-                    "model.ppgn.norm": "instance"}
+                    "model.ppgn.norm": "instance", "data.bucket_order": "random"}
 # The sampler keys (outside SAME_RUN_KEYS) whose step a step-unrolled run
 # (diffusion.unroll_prob > 0) trains on: its inputs are one step of this sampler, so a
 # resume of such a run must keep them.

@@ -2,6 +2,7 @@
 sampling in buckets; and the large-N path (rematerialisation equals none at N = 64)."""
 import json
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -122,6 +123,96 @@ def test_an_epoch_visits_every_graph_once():
         assert not adj[m][:, size:].any()
 
 
+def test_size_order_keeps_each_buckets_batches():
+    """``bucket_order="sizes"``: the same batches per bucket as the seeded interleaving,
+    taken bucket by bucket, smallest first, in every epoch; the interleaving itself is
+    the one runs trained with before the option existed (pinned by its formula)."""
+    n = np.random.default_rng(0).integers(3, 41, size=57)
+    plan = input_pipeline.plan_buckets(n, (12, 25, 40), 4, 40)
+    for epoch in (0, 3):
+        order, batches, weights = input_pipeline.bucket_epoch_batches(plan, 1, epoch)
+        sized, sized_batches, sized_weights = input_pipeline.bucket_epoch_batches(
+            plan, 1, epoch, "sizes")
+        np.testing.assert_array_equal(sized, np.repeat(np.arange(3), plan.steps))
+        np.testing.assert_array_equal(sized_weights, input_pipeline.sized_step_weights(plan))
+        for b in range(3):
+            mine = [x for o, x in zip(sized, sized_batches) if o == b]
+            theirs = [x for o, x in zip(order, batches) if o == b]
+            assert len(mine) == plan.steps[b]
+            assert all(np.array_equal(x, y) for x, y in zip(mine, theirs, strict=True))
+        rng = np.random.default_rng([1, epoch, 3])   # the interleaving's formula
+        for m in plan.members:
+            rng.permutation(m.size)
+        np.testing.assert_array_equal(order, rng.permutation(np.repeat(np.arange(3), plan.steps)))
+        np.testing.assert_array_equal(weights, np.asarray(plan.weights, np.float32)[order])
+    per_bucket = input_pipeline.sized_bucket_batches(plan, 1, 2, 4)
+    for b, arr in enumerate(per_bucket):
+        assert arr.shape == (2, plan.steps[b], plan.batch_sizes[b]) and arr.dtype == np.int32
+        for e in (2, 3):
+            sized, sized_batches, _ = input_pipeline.bucket_epoch_batches(plan, 1, e, "sizes")
+            np.testing.assert_array_equal(
+                arr[e - 2], np.stack([x for o, x in zip(sized, sized_batches) if o == b]))
+    with pytest.raises(ValueError, match="bucket order"):
+        input_pipeline.bucket_epoch_batches(plan, 1, 0, "shuffled")
+    cfg = test_config.get_config()
+    cfg.data.bucket_order = "shuffled"
+    with pytest.raises(ConfigError, match="config.data.bucket_order"):
+        validate_config(cfg)
+
+
+def test_sized_chunk_equals_its_steps_one_by_one():
+    """``make_train_chunk_buckets`` (whole epochs of size-ordered buckets in one scan)
+    is ``make_train_chunk(weighted=True)`` called step by step in the same order, alone
+    and for two runs stacked in one program."""
+    cfg = test_config.get_config()
+    model, process = model_from_config(cfg), process_from_config(cfg)
+    tx = optax.adam(1e-3)
+    mesh = make_mesh(ONE)
+    n = np.array([4, 6, 5, 8, 7, 3, 8, 5, 6])
+    plan = input_pipeline.plan_buckets(n, (5, 8), 2, 8)      # buckets 5 and 8, batch 2-4
+    adj, mask = random_batch(4, n, 8)
+    datas = [replicate(d, mesh) for d in input_pipeline.bucket_data(GraphBatch(adj, mask), plan)]
+    weight = replicate(np.asarray(plan.weights, np.float32), mesh)
+    keys = [jax.random.key(5), jax.random.key(6)]
+    states = [training.init_state(model, tx, jax.random.key(s), 8) for s in (0, 1)]
+    sharding = lambda a: batch_sharded(mesh, a.ndim - 1)
+
+    def one_by_one(state, key, seed):
+        step = training.make_train_chunk(model, tx, process, mesh, key, weighted=True)
+        state, losses = replicate(state, mesh), []
+        for e in range(2):
+            order, batches, weights = input_pipeline.bucket_epoch_batches(plan, seed, e, "sizes")
+            for b, idx, w in zip(order, batches, weights):
+                state, loss = step(state, datas[b].adj, datas[b].node_mask,
+                                   put_global(idx[None], batch_sharded(mesh, 1)),
+                                   replicate(w[None], mesh))
+                losses.append(float(loss[0]))
+        return state, np.array(losses)
+
+    adjs, masks = tuple(d.adj for d in datas), tuple(d.node_mask for d in datas)
+    idx = [input_pipeline.sized_bucket_batches(plan, seed, 0, 2) for seed in (0, 1)]
+    alone = training.make_train_chunk_buckets(model, tx, process, mesh, keys[0], plan.steps)
+    got, losses = alone(replicate(states[0], mesh), adjs, masks,
+                        tuple(put_global(i, sharding(i)) for i in idx[0]), weight)
+    want, want_losses = one_by_one(states[0], keys[0], 0)
+    assert losses.shape == (2 * plan.steps_per_epoch,)
+    np.testing.assert_allclose(np.asarray(losses), want_losses, rtol=1e-5)
+    chex.assert_trees_all_close(got.params, want.params, rtol=1e-5, atol=1e-6)
+    stacked_fn = training.make_train_chunk_buckets(model, tx, process, mesh, jnp.stack(keys),
+                                                   plan.steps, stacked=True)
+    both = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *states)
+    stacked_idx = tuple(np.stack([a, b], axis=2) for a, b in zip(*idx))
+    got2, losses2 = stacked_fn(replicate(both, mesh), adjs, masks,
+                               tuple(put_global(i, sharding(i)) for i in stacked_idx), weight)
+    assert losses2.shape == (2 * plan.steps_per_epoch, 2)
+    np.testing.assert_allclose(np.asarray(losses2[:, 0]), want_losses, rtol=1e-5)
+    want1, want1_losses = one_by_one(states[1], keys[1], 1)
+    np.testing.assert_allclose(np.asarray(losses2[:, 1]), want1_losses, rtol=1e-5)
+    for r, ref in enumerate((want, want1)):
+        chex.assert_trees_all_close(jax.tree_util.tree_map(lambda x: x[r], got2.params),
+                                    ref.params, rtol=1e-5, atol=1e-6)
+
+
 def test_step_weight_scales_the_gradient_not_the_loss():
     cfg = test_config.get_config()
     model, process = model_from_config(cfg), process_from_config(cfg)
@@ -190,10 +281,47 @@ def test_training_in_buckets_checkpoints_and_resumes(bucket_run):
     other.data.buckets = "2"
     with pytest.raises(Exception, match="data.buckets"):
         training.train(other, str(root / "b"), verbose=False, devices=ONE)
-    with pytest.raises(training.TrainingError, match="size buckets are not supported"):
+    with pytest.raises(training.TrainingError, match="bucket_order='sizes'"):
         training.train_seeds(bucket_config(), str(root / "s"), [0, 1], verbose=False,
                              devices=ONE)
     _check_sampling_in_buckets(root / "a")
+
+
+def test_buckets_in_size_order_train_as_one_program(bucket_run, tmp_path):
+    """``bucket_order="sizes"``: whole epochs per jitted call; it resumes exactly, several
+    seeds in one program are each seed's run alone, and a run recorded with the seeded
+    interleaving does not resume in size order."""
+    from test_training import _assert_same_run
+
+    from ddgjax import checkpoints
+    from ddgjax.workdir import WorkdirError
+
+    cfg = bucket_config()
+    cfg.data.bucket_order = "sizes"
+    alone = training.train(cfg, str(tmp_path / "a"), verbose=False, devices=ONE)
+    spe = alone["steps_per_epoch"]
+    assert spe == sum(b["steps"] for b in alone["buckets"]) and alone["steps"] == 2 * spe
+    training.train(cfg, str(tmp_path / "b"), stop_after_epochs=1, verbose=False, devices=ONE)
+    assert checkpoints.restore_meta(str(tmp_path / "b"), "latest")["epoch"] == 1
+    training.train(cfg, str(tmp_path / "b"), verbose=False, devices=ONE)
+    a = sampling.load_run(str(tmp_path / "a"), "latest").params
+    b = sampling.load_run(str(tmp_path / "b"), "latest").params
+    jax.tree_util.tree_map(lambda x, y: np.testing.assert_array_equal(x, y), a, b)
+    assert [r["loss"] for r in _losses(tmp_path / "a")] == [
+        r["loss"] for r in _losses(tmp_path / "b")]
+    # the seeded interleaving trains the same graphs in another order: another run
+    root, _ = bucket_run
+    assert [r["loss"] for r in _losses(root / "a")] != [r["loss"] for r in _losses(tmp_path / "a")]
+    with pytest.raises(WorkdirError, match="data.bucket_order"):
+        training.train(cfg, str(root / "a"), verbose=False, devices=ONE)
+    cfg1 = bucket_config()
+    cfg1.data.bucket_order, cfg1.train.seed = "sizes", 1
+    training.train(cfg1, str(tmp_path / "one" / "seed_1"), verbose=False, devices=ONE)
+    together = training.train_seeds(cfg, str(tmp_path / "s"), [0, 1], verbose=False,
+                                    devices=ONE)
+    assert together["steps"] == alone["steps"]
+    _assert_same_run(tmp_path / "s" / "seed_0", tmp_path / "a")
+    _assert_same_run(tmp_path / "s" / "seed_1", tmp_path / "one" / "seed_1")
 
 
 def _check_sampling_in_buckets(workdir):

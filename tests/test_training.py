@@ -497,6 +497,15 @@ def test_progress_piece_steps(total, size):
     assert total % size == 0
 
 
+@pytest.mark.parametrize("epochs,spe,size", [(100, 2, 10), (100, 5, 10), (4, 5, 2), (4, 1, 4),
+                                             (50, 5, 5), (7, 2, 7), (1, 3, 1)])
+def test_progress_piece_epochs(epochs, spe, size):
+    """Pieces of whole epochs (size-ordered buckets): at least PROGRESS_MIN_STEPS steps
+    and a tenth of the chunk, dividing it."""
+    assert training.progress_piece_epochs(epochs, spe) == size
+    assert epochs % size == 0
+
+
 def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, monkeypatch):
     """With the bar (``verbose``), a chunk runs as equal pieces, with no host callback in
     the steps, and the bar moves after each piece; the runs (one and two seeds) equal the
@@ -504,7 +513,7 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
     cfg = test_config.get_config()
     cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
     calls, shown = [], []
-    for name in ("make_train_chunk", "make_train_chunk_seeds"):
+    for name in ("make_train_chunk", "make_train_chunk_seeds", "make_train_chunk_buckets"):
         real = getattr(training, name)
 
         def spy(*args, real=real, **kwargs):
@@ -627,7 +636,7 @@ def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, mo
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
 
 
-@pytest.mark.parametrize("kind", ["plain", "bar", "buckets", "seeds"])
+@pytest.mark.parametrize("kind", ["plain", "bar", "buckets", "seeds", "sized_seeds"])
 def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypatch, kind):
     """A fresh run compiles its first chunk in the background from abstract arguments
     (``first_chunk_specs``) while it initialises; its chunk calls then compile nothing
@@ -654,13 +663,15 @@ BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 def _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles):
     cfg = test_config.get_config()
-    if kind == "buckets":
+    if kind in ("buckets", "sized_seeds"):
         cfg.data.buckets = "15,"        # two programs: buckets 15 and 20 (max_nodes)
         cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 2, 1
+    if kind == "sized_seeds":           # one program: both buckets, both seeds
+        cfg.data.bucket_order = "sizes"
     if kind == "bar":                   # chunks of 40 steps, run in pieces of 8
         cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
     misses = []                          # compilation-cache misses inside the chunk calls
-    for name in ("make_train_chunk", "make_train_chunk_seeds"):
+    for name in ("make_train_chunk", "make_train_chunk_seeds", "make_train_chunk_buckets"):
         real = getattr(training, name)
 
         def spy(*args, real=real, **kwargs):
@@ -678,7 +689,7 @@ def _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles):
     def run(precompile, workdir):
         cfg.train.precompile = precompile
         misses.clear()
-        if kind == "seeds":
+        if kind in ("seeds", "sized_seeds"):
             out = training.train_seeds(cfg, str(workdir), [0, 1], verbose=False, devices=ONE)
             return out["runs"][0], list(misses)
         return (training.train(cfg, str(workdir), verbose=kind == "bar", devices=ONE),
@@ -691,7 +702,7 @@ def _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles):
     assert sum(pre_misses) == 0, pre_misses
     if kind == "bar":
         assert len(pre_misses) == 5
-    if kind == "seeds":
+    if kind in ("seeds", "sized_seeds"):
         for s in (0, 1):
             _assert_same_run(tmp_path / "pre" / f"seed_{s}", tmp_path / "plain" / f"seed_{s}",
                              ignore_train=("precompile",))
