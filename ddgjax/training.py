@@ -17,7 +17,10 @@ Size buckets (``config.data.buckets``; docs/method.md, "Size buckets"): the
 training split is held on the device as one padded array per bucket, each step
 trains one bucket (``input_pipeline.plan_buckets`` sets the batch per bucket and
 the step's loss weight), and the same jitted chunk runs one step per call, which
-compiles once per bucket shape; all steps update the one optimizer state.
+compiles once per bucket shape; all steps update the one optimizer state. With
+``config.data.bucket_order = "sizes"`` an epoch takes the buckets in size order, and a
+chunk of epochs is one program again (``make_train_chunk_buckets``), for one run or
+several seeds.
 
 Several seeds of one config (``train_seeds``) train as one program: the state
 leaves carry a leading run axis and one jitted step advances every run
