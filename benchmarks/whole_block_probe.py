@@ -21,8 +21,10 @@ prototype of one block's forward could say where. This is that prototype, forwar
   block's output. The mixing bias is left out: the norm cancels it, as in the model.
 
 Both are timed per call (median of ``--repeat`` timed loops of ``--iters`` calls, after a
-warm-up) at each batch of ``--batches`` (64: one Ego-small run; 320: five seeds in one
-program), and checked against each other (max abs difference of the outputs, bf16).
+warm-up; ``--chain K``: K blocks one after the other per call, so that a call's dispatch
+is spread over K) at each batch of ``--batches`` (64: one Ego-small run; 320: five seeds in
+one program), and checked against each other (max abs difference of the outputs, bf16);
+``second_kernel_w*`` times ``product_mix_norm`` alone.
 Not a training path: no backward, nothing in ddgjax calls it.
 """
 from __future__ import annotations
@@ -178,6 +180,9 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warps", default="4,8")
+    ap.add_argument("--chain", type=int, default=1,
+                    help="time K blocks applied one after the other in one jitted call "
+                         "(per-block time = call time / K: the dispatch of one call spread)")
     ap.add_argument("--check_only", action="store_true", help="compare, do not time")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
@@ -189,17 +194,27 @@ def main() -> None:
         x, mask_sq, inv = inputs(batch, n, c)
         variables = block.init(jax.random.key(0), x, mask_sq, inv)
         params = block_params(variables, c, c, jnp.bfloat16)
-        xla = jax.jit(lambda v, x, m, s: block.apply(v, x, m, s))
+        chained = lambda one: lambda p, x, m, s: jax.lax.fori_loop(
+            0, args.chain, lambda _, y: one(p, y, m, s), x)
+        xla = jax.jit(chained(lambda v, x, m, s: block.apply(v, x, m, s)))
         want = np.asarray(xla(variables, x, mask_sq, inv).astype(jnp.float32))
-        row = {"batch": batch}
+        row = {"batch": batch, "chain": args.chain}
         for warps in (int(w) for w in args.warps.split(",")):
-            fast = jax.jit(functools.partial(block_kernels, warps=warps))
+            fast = jax.jit(chained(functools.partial(block_kernels, warps=warps)))
             got = np.asarray(fast(params, x, mask_sq, inv).astype(jnp.float32))
             row[f"max_abs_diff_w{warps}"] = float(np.abs(got - want).max())
             row["max_abs_ref"] = float(np.abs(want).max())
             if not args.check_only:
                 row[f"kernels_w{warps}"] = timed(fast, (params, x, mask_sq, inv),
                                                  args.iters, args.repeat)
+                # the second kernel alone (its output fed back as its x; m1, m2 fixed)
+                m = jnp.asarray(np.random.default_rng(1).standard_normal(
+                    (2, c, batch, n, n)), jnp.bfloat16)
+                second = jax.jit(lambda p, x, m, mk, w=warps: jax.lax.fori_loop(
+                    0, args.chain, lambda _, y: product_mix_norm(
+                        m[0], m[1], y, p["kx"], p["kp"], mk, warps=w), x))
+                row[f"second_kernel_w{warps}"] = timed(second, (params, x, m, mask_sq),
+                                                       args.iters, args.repeat)
         if not args.check_only:
             row["xla"] = timed(xla, (variables, x, mask_sq, inv), args.iters, args.repeat)
         rec["rows"].append(row)
