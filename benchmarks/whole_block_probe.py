@@ -75,13 +75,19 @@ def _product_mix_norm_kernel(m1_ref, m2_ref, x_ref, kx_ref, kp_ref, mask_ref, o_
     x = plt.load(x_ref.at[(g * nsq + flat_pair) * c_in + ch], mask=flat_inside, other=0.0)
     acc = jnp.dot(x, kx_ref[...], preferred_element_type=jnp.float32)   # [np2^2, H]
 
-    def channel(c, acc):
+    def product(c):
+        """Channel ``c``'s product ``m1[c] @ m2[c]`` (``[np2, np2]``, rounded to bf16 as the
+        model's product is) and its row of the mixing kernel (``[1, H]``)."""
         base = (c * batch + g) * nsq
         a = plt.load(m1_ref.at[base + pair], mask=inside, other=0.0)
         b = plt.load(m2_ref.at[base + pair], mask=inside, other=0.0)
-        p = jnp.dot(a, b, preferred_element_type=jnp.float32)           # [np2, np2]
-        row = kp_ref[pl.ds(c, 1), :].astype(jnp.float32)                # [1, H]
-        return acc + p.astype(jnp.bfloat16).astype(jnp.float32).reshape(np2 * np2, 1) * row
+        p = jnp.dot(a, b, preferred_element_type=jnp.float32)
+        row = kp_ref[pl.ds(c, 1), :].astype(jnp.float32)
+        return p.astype(jnp.bfloat16).astype(jnp.float32), row
+
+    def channel(c, acc):
+        p, row = product(c)
+        return acc + p.reshape(np2 * np2, 1) * row
 
     if three_d:
         # the accumulator as [np2, np2, H]: each channel's product adds without a re-layout
@@ -89,13 +95,8 @@ def _product_mix_norm_kernel(m1_ref, m2_ref, x_ref, kx_ref, kp_ref, mask_ref, o_
         acc3 = acc.reshape(np2, np2, hidden)
 
         def channel3(c, acc3):
-            base = (c * batch + g) * nsq
-            a = plt.load(m1_ref.at[base + pair], mask=inside, other=0.0)
-            b = plt.load(m2_ref.at[base + pair], mask=inside, other=0.0)
-            p = jnp.dot(a, b, preferred_element_type=jnp.float32)
-            p = p.astype(jnp.bfloat16).astype(jnp.float32)
-            row = kp_ref[pl.ds(c, 1), :].astype(jnp.float32).reshape(1, 1, hidden)
-            return acc3 + p[:, :, None] * row
+            p, row = product(c)
+            return acc3 + p[:, :, None] * row.reshape(1, 1, hidden)
 
         acc3 = jax.lax.fori_loop(0, hidden, channel3, acc3)
         real3 = real.reshape(np2, np2, 1)

@@ -260,10 +260,9 @@ def bucket_epoch_batches(plan: BucketPlan, seed: int, epoch: int, order: str = "
     return buckets, batches, weights
 
 
-def bucket_batches_for_epochs(plan: BucketPlan, seed: int, first_epoch: int, end_epoch: int,
-                              order: str = "random"):
+def bucket_batches_for_epochs(plan: BucketPlan, seed: int, first_epoch: int, end_epoch: int):
     """:func:`bucket_epoch_batches` of epochs ``first_epoch .. end_epoch - 1``, concatenated."""
-    parts = [bucket_epoch_batches(plan, seed, e, order) for e in range(first_epoch, end_epoch)]
+    parts = [bucket_epoch_batches(plan, seed, e) for e in range(first_epoch, end_epoch)]
     return (np.concatenate([p[0] for p in parts]), [b for p in parts for b in p[1]],
             np.concatenate([p[2] for p in parts]))
 

@@ -590,7 +590,8 @@ def first_chunk_specs(setup: "_Setup", state_spec, seeds: list[int], stacked: bo
         plan = setup.buckets
         size = progress_piece_epochs(end_epoch, spe) if pieces else end_epoch
         runs = (len(seeds),) if stacked else ()
-        idx = tuple(_spec((size, n) + runs + (bsz,), np.int32, batch_sharded(mesh, 2 + len(runs)))
+        sharding = batch_sharded(mesh, 2 + len(runs))
+        idx = tuple(_spec((size, n) + runs + (bsz,), np.int32, sharding)
                     for n, bsz in zip(plan.steps, plan.batch_sizes))
         return [(state, tuple(_spec(d.adj.shape, d.adj.dtype, rep) for d in datas),
                  tuple(_spec(d.node_mask.shape, d.node_mask.dtype, rep) for d in datas), idx,
@@ -1122,10 +1123,11 @@ def _run_epochs(setup: _Setup, runs: list[_Run], chunk_fn, state, device_data, e
     size buckets, one call per step (batch ``[1, B_b]`` of bucket ``b``: one compiled
     program per bucket shape), in the epoch's interleaved bucket order; every call updates
     the same state; with buckets in size order (``setup.sized_buckets``), one call per
-    chunk (or per piece of whole epochs, ``progress_piece_epochs``). Up to ``CALLS_IN_FLIGHT`` calls are queued ahead of the host:
-    ``after_queued()`` (the loop's host work for the previous chunk) runs once that many
-    (or all) are queued, and ``report(steps_done, losses)`` follows each call in order,
-    reading its losses (which waits for it) only once the calls after it are queued.
+    chunk (or per piece of whole epochs, ``progress_piece_epochs``). Up to
+    ``CALLS_IN_FLIGHT`` calls are queued ahead of the host: ``after_queued()`` (the
+    loop's host work for the previous chunk) runs once that many (or all) are queued,
+    and ``report(steps_done, losses)`` follows each call in order, reading its losses
+    (which waits for it) only once the calls after it are queued.
     """
     mesh, n_ep, spe = setup.mesh, end_epoch - epoch, setup.steps_per_epoch
     losses, done = [], []   # done[i]: the chunk's steps after call i
