@@ -160,16 +160,17 @@ def test_size_order_keeps_each_buckets_batches():
         validate_config(cfg)
 
 
-def test_sized_chunk_equals_its_steps_one_by_one():
+@pytest.mark.parametrize("num_devices", [1, 2])
+def test_sized_chunk_equals_its_steps_one_by_one(num_devices):
     """``make_train_chunk_buckets`` (whole epochs of size-ordered buckets in one scan)
     is ``make_train_chunk(weighted=True)`` called step by step in the same order, alone
-    and for two runs stacked in one program."""
+    and for two runs stacked in one program; on one device and data-parallel over two."""
     cfg = test_config.get_config()
     model, process = model_from_config(cfg), process_from_config(cfg)
     tx = optax.adam(1e-3)
-    mesh = make_mesh(ONE)
+    mesh = make_mesh(jax.devices()[:num_devices])
     n = np.array([4, 6, 5, 8, 7, 3, 8, 5, 6])
-    plan = input_pipeline.plan_buckets(n, (5, 8), 2, 8)      # buckets 5 and 8, batch 2-4
+    plan = input_pipeline.plan_buckets(n, (5, 8), 2, 8, num_devices)  # buckets 5 and 8
     adj, mask = random_batch(4, n, 8)
     datas = [replicate(d, mesh) for d in input_pipeline.bucket_data(GraphBatch(adj, mask), plan)]
     weight = replicate(np.asarray(plan.weights, np.float32), mesh)
