@@ -152,8 +152,8 @@ def use_fp8_settings(fv, run) -> None:
                                 "bfloat16")
     if on and not pallas_launch.available():
         warnings.warn(f"{' and '.join(on)}: the PPGN's Pallas kernels do not run on this "
-                      f"backend ({jax.default_backend()}; GPUs only), so the model takes its XLA path "
-                      "and nothing is stored in float8", stacklevel=2)
+                      f"backend ({jax.default_backend()}; GPUs only), so the model takes its "
+                      "XLA path and nothing is stored in float8", stacklevel=2)
     if fv.fp8_activations is not None:
         env = os.environ.get("DDGJAX_FP8_ACTIVATIONS", "").strip().lower()
         if env not in ("", "0") and env != fv.fp8_activations:

@@ -161,8 +161,8 @@ def mixing_fp8_column_scales(wx, wp):
     ``wx`` is so small against ``wp``'s (about 146 times) that ``wp / s`` would overflow
     float16. Elsewhere the scales are ``fp8_column_scales(wx)``'s: on four trained
     checkpoints (rounds 69 and 76, Planar-60 and SPECTRE SBM; docs/benchmarks.md, round 80)
-    no column came within 1/146 (the smallest ratio was 0.47), so none was raised. ``wx`` ``[..., C, N]``, ``wp`` ``[..., H, N]``;
-    float32 ``[..., N]``."""
+    no column came within 1/146 (the smallest ratio was 0.47), so none was raised.
+    ``wx`` ``[..., C, N]``, ``wp`` ``[..., H, N]``; float32 ``[..., N]``."""
     own = fp8_column_scales(wx)
     top = jnp.max(jnp.abs(wp.astype(jnp.float32)), axis=-2)
     exponent = jnp.ceil(jnp.log2(jnp.where(top > 0, top / F16_OPERAND_LIMIT, 1.0)))

@@ -140,8 +140,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     ``out^T``: each tile's ``out`` (bf16, as staged for the store) is the transposed left
     operand of one more MMA against the columns ``[hi, lo, 0, ...]`` (``split_hi_lo`` of
     ``w_out``; a bf16 operand of ``H x FOLD_WIDTH``, staged K-major as ``FOLD_B_TRANSPOSED``
-    says, 4 KB of shared memory), whose row sums are the logits. It saves writing ``out^T`` (bf16, ``H`` channels per row) and reading it back
-    for the output layer."""
+    says, 4 KB of shared memory), whose row sums are the logits. It saves writing
+    ``out^T`` (bf16, ``H`` channels per row) and reading it back for the output layer."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
