@@ -109,21 +109,23 @@ def core_config(dtype, hidden=128, blocks=8, T=32, options=()):
     return apply_options(cfg, options)
 
 
-def random_graphs(B, N, seed=0, p=0.1):
+def random_graphs(B, N, seed=0, p=0.1, nodes=None):
+    """``B`` random graphs of ``nodes`` real nodes (default ``N``) padded to ``N``."""
     rng = np.random.default_rng(seed)
-    mask = node_mask_from_counts(np.full(B, N), N)
+    mask = node_mask_from_counts(np.full(B, N if nodes is None else nodes), N)
     u = np.triu(rng.random((B, N, N)) < p, 1) & pair_mask(mask)
     return (u | u.transpose(0, 2, 1)).astype(np.float32), mask
 
 
 def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=(),
-                     repeat=5, warmup=2):
+                     repeat=5, warmup=2, nodes=None):
+    """``nodes``: real nodes per graph (default ``N``), padded to ``N``."""
     cfg = core_config(dtype, hidden, blocks, options=options)
     model = model_from_config(cfg)
     process = process_from_config(cfg)  # the default config: bit flips, linear, T = 32, L_simple
     tx = training.make_optimizer(cfg.train, 1)
     state = training.init_state(model, tx, jax.random.key(0), N)
-    adj, mask = random_graphs(B, N)
+    adj, mask = random_graphs(B, N, nodes=nodes)
     adj = np.concatenate([adj, adj[:1] * 0])
     mask = np.concatenate([mask, mask[:1] & False])
     mesh = make_mesh(jax.devices()[:1])
@@ -132,21 +134,23 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
         compiler_options=training.config_compiler_options(cfg))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
-    return {"what": f"PPGN {blocks}x{hidden} train step, N={N}, B={B}, {dtype}",
+    real = "" if nodes is None else f" ({nodes} real nodes)"
+    return {"what": f"PPGN {blocks}x{hidden} train step, N={N}{real}, B={B}, {dtype}",
             "ms_per_step": 1e3 * t["median_s"] / steps, "ms_per_step_min": 1e3 * t["min_s"] / steps,
             "steps_per_call": steps, "first_call_s": t["first_call_s"],
             "ms_per_step_all": [1e3 * x / steps for x in t["times_s"]], "options": list(options)}
 
 
 def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=True,
-                   options=(), repeat=3, warmup=1, params_as_arg=False):
+                   options=(), repeat=3, warmup=1, params_as_arg=False, nodes=None):
     """``params_as_arg``: pass the parameters to the jitted sampler as ``ddgjax.sampling``
-    does (``compiled_sampler``) instead of closing over them (compile-time constants)."""
+    does (``compiled_sampler``) instead of closing over them (compile-time constants).
+    ``nodes``: real nodes per graph (default ``N``), padded to ``N``."""
     cfg = core_config(dtype, hidden, blocks, T, options)
     model = model_from_config(cfg)
     params = init_params(model, jax.random.key(0), N)
     process = process_from_config(cfg)
-    mask = jnp.asarray(node_mask_from_counts(np.full(num, N), N))
+    mask = jnp.asarray(node_mask_from_counts(np.full(num, N if nodes is None else nodes), N))
     if vmapped:  # the process's sampler: what ddgjax.sampling.generate runs
         sampler = process.sampler(T, algorithm=2)
         keys = jax.random.split(jax.random.key(0), num)
@@ -167,8 +171,9 @@ def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=Tr
             t = timeit_detail(lambda k, m: run(params, k, m), jax.random.key(0), mask,
                               warmup=warmup, repeat=repeat)
     med, best = t["median_s"], t["min_s"]
-    return {"what": f"sample {num} graphs, PPGN {blocks}x{hidden}, N={N}, {T} steps, {dtype}, "
-                    f"{'vmapped per-graph' if vmapped else 'batched'}",
+    real = "" if nodes is None else f" ({nodes} real nodes)"
+    return {"what": f"sample {num} graphs, PPGN {blocks}x{hidden}, N={N}{real}, {T} steps, "
+                    f"{dtype}, {'vmapped per-graph' if vmapped else 'batched'}",
             "seconds": med, "seconds_min": best, "graphs_per_s": num / med,
             "first_call_s": t["first_call_s"], "seconds_all": t["times_s"],
             "options": list(options)}
