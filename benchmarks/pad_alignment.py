@@ -8,7 +8,8 @@ graph padded to ``N`` (masks as in training), a fresh process per row.
 
 A row is ``train:n:N:batch`` (``bench_core.bench_train_step``: milliseconds per step,
 median and minimum over ``--repeat`` calls of ``--steps`` steps) or ``sample:n:N:graphs``
-(``bench_core.bench_sampling``, Algorithm 2, ``--T`` steps: seconds per call). The model
+(``bench_core.bench_sampling``, Algorithm 2, ``--T`` steps: seconds per call), for PPGN
+8 x 128 unless the row ends in ``:hidden:blocks`` (e.g. ``train:17:20:64:32:6``). The model
 is invariant to padding (tests/test_models.py), so ``N > n`` computes the same graphs'
 outputs on a larger, possibly better aligned, array. Rows run in turn, ``--reps`` times
 over, each in its own Python process (no compiled program shared between rows); each is
@@ -29,7 +30,8 @@ import json, sys
 sys.path.insert(0, {here!r})
 import bench_core
 r = bench_core.bench_train_step({dtype!r}, B={size}, N={N}, nodes={n}, options={options!r},
-                                steps={steps}, repeat={repeat})
+                                steps={steps}, repeat={repeat}, hidden={hidden},
+                                blocks={blocks})
 print("ROW " + json.dumps({{"ms_per_step": r["ms_per_step"], "ms_per_step_min":
                             r["ms_per_step_min"], "first_call_s": r["first_call_s"]}}))
 """
@@ -39,25 +41,29 @@ import json, sys
 sys.path.insert(0, {here!r})
 import bench_core
 r = bench_core.bench_sampling({dtype!r}, num={size}, N={N}, nodes={n}, T={T},
-                              options={options!r}, repeat={repeat}, params_as_arg=True)
+                              options={options!r}, repeat={repeat}, params_as_arg=True,
+                              hidden={hidden}, blocks={blocks})
 print("ROW " + json.dumps({{"seconds": r["seconds"], "seconds_min": r["seconds_min"],
                             "first_call_s": r["first_call_s"]}}))
 """
 
 
 def parse_row(text: str) -> dict:
-    """``"train:60:64:64"`` -> ``{"what": "train", "n": 60, "N": 64, "size": 64}``;
-    ValueError naming the row otherwise."""
+    """``"train:60:64:64"`` -> ``{"what": "train", "n": 60, "N": 64, "size": 64,
+    "hidden": 128, "blocks": 8}`` (``"...:32:6"`` sets the last two); ValueError naming the
+    row otherwise."""
     parts = text.split(":")
-    if len(parts) != 4 or parts[0] not in ("train", "sample"):
-        raise ValueError(f"--row {text!r}: expected train:n:N:batch or sample:n:N:graphs")
+    if len(parts) not in (4, 6) or parts[0] not in ("train", "sample"):
+        raise ValueError(f"--row {text!r}: expected train:n:N:batch or sample:n:N:graphs, "
+                         "optionally followed by :hidden:blocks")
     try:
-        n, N, size = (int(v) for v in parts[1:])
+        n, N, size, *model = (int(v) for v in parts[1:])
     except ValueError:
-        raise ValueError(f"--row {text!r}: n, N and the size must be integers") from None
-    if not 1 <= n <= N or size < 1:
-        raise ValueError(f"--row {text!r}: expected 1 <= n <= N and a positive size")
-    return {"what": parts[0], "n": n, "N": N, "size": size}
+        raise ValueError(f"--row {text!r}: the fields after the kind must be integers") from None
+    hidden, blocks = model or (128, 8)
+    if not 1 <= n <= N or min(size, hidden, blocks) < 1:
+        raise ValueError(f"--row {text!r}: expected 1 <= n <= N and positive sizes")
+    return {"what": parts[0], "n": n, "N": N, "size": size, "hidden": hidden, "blocks": blocks}
 
 
 def main() -> None:
@@ -79,6 +85,7 @@ def main() -> None:
             sample = row["what"] == "sample"
             code = (SAMPLE if sample else TRAIN).format(
                 here=HERE, dtype=args.dtype, size=row["size"], N=row["N"], n=row["n"],
+                hidden=row["hidden"], blocks=row["blocks"],
                 options=args.option + (args.sample_option if sample else []),
                 steps=args.steps, repeat=3 if sample else args.repeat, T=args.T)
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
