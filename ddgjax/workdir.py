@@ -31,7 +31,7 @@ SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size", "train.seed")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
 # (the parameters and the process stay the same): a resume may change them.
 RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",
-                     "model.compute_dtype", "diffusion.gaussian.eta",
+                     "model.ppgn.pad_multiple", "model.compute_dtype", "diffusion.gaussian.eta",
                      "diffusion.gaussian.clip_x0", "data.allow_pickle")
 # The per-model config sections: only the one config.model.name picks is the run's model.
 MODEL_SECTIONS = ("ppgn", "edp", "gt")

@@ -1,5 +1,7 @@
 """Tests of the denoisers (ddgjax.models): output convention, symmetries, padding,
 dtypes, noise conditioning and the registry. Tiny sizes, CPU."""
+import re
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -428,6 +430,49 @@ def test_ppgn_extra_input_channels_are_equivariant_and_padding_free(option, coun
     with pytest.raises(ValueError, match=f"config.model.ppgn.{option}"):
         build_model("ppgn", T, hidden=8, num_blocks=2, **{option: -1}).init(
             jax.random.key(0), adj, nm, t, level)
+
+
+@pytest.mark.parametrize("options", [
+    dict(),
+    dict(fused=True, walk_features=2, noise_features="log"),
+    dict(self_condition=True, remat=True),
+])
+def test_ppgn_pad_multiple_is_the_same_function_and_gradient(options):
+    """pad_multiple = m runs the blocks on N rounded up to a multiple of m inside the call:
+    the same parameters, outputs ([B, N, N]) and gradients as without it (N = 8 -> 12 and
+    -> 16; m dividing N pads nothing); a bad m is an error naming the config field."""
+    from ddgjax.models.ppgn import padded_nodes
+    plain = build_model("ppgn", T, hidden=8, num_blocks=2, **options)
+    params = random_params(plain)
+    adj, nm = random_batch(31, [N, 6, 3], N)
+    t, level = noise_inputs(B, seed=32)
+    est = ((np.asarray(adj) + 0.3) / 1.6,) if options.get("self_condition") else ()
+
+    def loss(model, p):
+        logits = model.apply(p, adj, nm, t, level, *est)
+        return jnp.sum(jnp.sin(logits) * (np.arange(N * N).reshape(N, N) % 5))
+
+    want_out = np.asarray(plain.apply(params, adj, nm, t, level, *est))
+    want_grad = jax.grad(lambda p: loss(plain, p))(params)
+    for m in (6, 16, 4):
+        padded = build_model("ppgn", T, hidden=8, num_blocks=2, pad_multiple=m, **options)
+        assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
+            jax.eval_shape(padded.init, jax.random.key(0), adj, nm, t, level, *est))
+        out = np.asarray(padded.apply(params, adj, nm, t, level, *est))
+        chex.assert_shape(out, (B, N, N))
+        width = padded_nodes(N, m)     # the blocks run on the padded width, and only there
+        jaxpr = str(jax.make_jaxpr(padded.apply)(params, adj, nm, t, level, *est))
+        widths = {int(w) for w in re.findall(rf"\[{B},(\d+),\1,8\]", jaxpr)} - {1}
+        assert widths == {width}, (m, widths)
+        np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-5)
+        grad = jax.grad(lambda p: loss(padded, p))(params)
+        chex.assert_trees_all_close(grad, want_grad, rtol=1e-4, atol=2e-4)
+    assert [padded_nodes(n, m) for n, m in ((187, 32), (192, 32), (27, 4), (60, 1))] == [
+        192, 192, 28, 60]
+    for bad in (0, -4, 2.5, True, "8"):
+        with pytest.raises(ValueError, match="config.model.ppgn.pad_multiple"):
+            build_model("ppgn", T, hidden=8, num_blocks=2, pad_multiple=bad).init(
+                jax.random.key(0), adj, nm, t, level)
 
 
 def test_ppgn_remat_gives_the_same_outputs_and_gradients():
