@@ -134,6 +134,10 @@ def validate_config(config) -> None:
                 raise ConfigError(f"config.model.ppgn.{key}: only with a process that "
                                   "denoises a 0/1 graph (the discrete one, not the Gaussian "
                                   "baseline)")
+    pad_multiple = config.model.get("ppgn", {}).get("pad_multiple", 1)
+    if isinstance(pad_multiple, bool) or not isinstance(pad_multiple, int) or pad_multiple < 1:
+        raise ConfigError(f"config.model.ppgn.pad_multiple: expected an integer >= 1 (1: no "
+                          f"padding), got {pad_multiple!r}")
     dropout = float(config.model.get("ppgn", {}).get("dropout", 0.0))
     if not 0.0 <= dropout < 1.0:
         raise ConfigError(f"config.model.ppgn.dropout: expected a value in [0, 1), got {dropout}")

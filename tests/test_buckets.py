@@ -426,6 +426,10 @@ def test_spectre_configs_load_and_plan(name):
         plan = input_pipeline.plan_buckets(n, bounds, cfg.train.batch_size, 187)
         assert sum(len(m) for m in plan.members) == 128
         assert all(b * s * s <= 32 * 187 ** 2 for b, s in zip(plan.batch_sizes, plan.sizes))
+        # the PPGN runs the 187-node bucket on 192 nodes, the others as they are
+        from ddgjax.models.ppgn import padded_nodes
+        assert [padded_nodes(n, cfg.model.ppgn.pad_multiple) for n in bounds] == [
+            64, 96, 128, 192]
     else:
         assert (len(ds.train), len(ds.val), len(ds.test)) == (64, 16, 20)
         assert cfg.data.buckets == "" and cfg.validation.metric == "mmd"

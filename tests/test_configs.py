@@ -226,3 +226,19 @@ def test_validate_config_names_the_train_field(field, value):
     cfg.train[field] = value
     with pytest.raises(ConfigError, match=f"config.train.{field}: expected"):
         validate_config(cfg)
+
+
+@pytest.mark.parametrize("value", [0, -32, True])
+def test_validate_config_refuses_a_bad_pad_multiple(value):
+    """config.model.ppgn.pad_multiple must be an integer >= 1; the error names the field
+    before anything trains. (ml_collections itself refuses a float or string there.)"""
+    from configs import test as test_config
+    from ddgjax.configuration import ConfigError, validate_config
+
+    cfg = test_config.get_config()
+    cfg.model.ppgn.pad_multiple = value
+    with pytest.raises(ConfigError, match="config.model.ppgn.pad_multiple: expected an integer"):
+        validate_config(cfg)
+    cfg = test_config.get_config()
+    cfg.model.ppgn.pad_multiple = 32
+    validate_config(cfg)

@@ -151,13 +151,16 @@ def test_resume_refuses_another_model(run_copy, capsys):
 
 
 def test_resume_may_change_remat_and_compute_dtype():
-    """Rematerialisation and the compute dtype change how a step runs, not the run:
-    resuming with them changed is not refused; the model's width still is."""
+    """Rematerialisation, the compute dtype and the PPGN's internal padding change how a
+    step runs, not the run: resuming with them changed (or the padding set where an older
+    run's config lacks it) is not refused; the model's width still is."""
     from ddgjax.workdir import run_differences
     old = {"model": {"name": "ppgn", "compute_dtype": "float32",
                      "ppgn": {"hidden": 8, "remat": False}}}
     new = {"model": {"name": "ppgn", "compute_dtype": "bfloat16",
-                     "ppgn": {"hidden": 8, "remat": True}}}
+                     "ppgn": {"hidden": 8, "remat": True, "pad_multiple": 32}}}
+    assert run_differences(old, {}, new, {}) == []
+    old["model"]["ppgn"]["pad_multiple"] = 1
     assert run_differences(old, {}, new, {}) == []
     new["model"]["ppgn"]["hidden"] = 16
     assert run_differences(old, {}, new, {}) == ["model.ppgn.hidden (8 -> 16)"]
