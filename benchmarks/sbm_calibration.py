@@ -71,6 +71,8 @@ def main() -> None:
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     graphs = getattr(ds, args.split)
     graphs = graphs[:args.num_graphs] if args.num_graphs else graphs
+    if not graphs:
+        raise SystemExit(f"{cfg.data.source}: the {args.split} split has no graphs")
     sizes = bucket_bounds(cfg.data.buckets, run.node_counts, run.max_nodes) or (run.max_nodes,)
     rho, T = run.process.prior_density, cfg.diffusion.num_timesteps
 
