@@ -138,6 +138,8 @@ def validate_config(config) -> None:
     if isinstance(pad_multiple, bool) or not isinstance(pad_multiple, int) or pad_multiple < 1:
         raise ConfigError(f"config.model.ppgn.pad_multiple: expected an integer >= 1 (1: no "
                           f"padding), got {pad_multiple!r}")
+    if pad_multiple > 1 and config.model.name != "ppgn":
+        raise ConfigError("config.model.ppgn.pad_multiple: only for PPGN (config.model.name)")
     dropout = float(config.model.get("ppgn", {}).get("dropout", 0.0))
     if not 0.0 <= dropout < 1.0:
         raise ConfigError(f"config.model.ppgn.dropout: expected a value in [0, 1), got {dropout}")

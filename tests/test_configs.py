@@ -242,3 +242,6 @@ def test_validate_config_refuses_a_bad_pad_multiple(value):
     cfg = test_config.get_config()
     cfg.model.ppgn.pad_multiple = 32
     validate_config(cfg)
+    cfg.model.name = "edp"
+    with pytest.raises(ConfigError, match="pad_multiple: only for PPGN"):
+        validate_config(cfg)
