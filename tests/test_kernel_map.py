@@ -1,5 +1,6 @@
 """The benchmark helpers that read profiles and run A/B rows (benchmarks/kernel_map.py,
-benchmarks/ab_train_step.py): parsing on tiny hand-written inputs."""
+benchmarks/ab_train_step.py, benchmarks/pad_alignment.py): parsing on tiny hand-written
+inputs."""
 import os
 import sys
 
@@ -9,6 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "benchmarks"))
 import ab_train_step  # noqa: E402
 import kernel_map  # noqa: E402
+import pad_alignment  # noqa: E402
 
 HLO = """HloModule m
 %fused_a (p: f32[4]) -> f32[4] {
@@ -51,3 +53,14 @@ def test_ab_settings_parse_and_reject_a_pair_without_a_value():
         "A": "1", "XLA_FLAGS": "--x=+W,+C"}
     with pytest.raises(ValueError, match="NAME=VALUE"):
         ab_train_step.parse_setting("A=1;oops")
+
+
+def test_pad_alignment_rows_parse_and_reject_bad_ones():
+    assert pad_alignment.parse_row("train:187:192:32") == {
+        "what": "train", "n": 187, "N": 192, "size": 32, "hidden": 128, "blocks": 8}
+    assert pad_alignment.parse_row("sample:17:20:64:32:6") == {
+        "what": "sample", "n": 17, "N": 20, "size": 64, "hidden": 32, "blocks": 6}
+    for bad in ("train:60:64", "infer:60:64:64", "train:64:60:8", "train:a:64:8",
+                "train:60:64:0", "train:60:64:8:32"):
+        with pytest.raises(ValueError, match="--row"):
+            pad_alignment.parse_row(bad)
