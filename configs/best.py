@@ -122,7 +122,7 @@ def get_config(dataset=None):
         config.train.num_epochs = 2000
         config.sample.logit_scale = 0.9
         # session 37 (docs/benchmarks.md, rounds 89-91): the 187-node bucket's blocks run on
-        # 192 nodes, 1.6x faster a step on an H200 (and ~3x faster to compile); the same
+        # 192 nodes: 1.6x faster a step on an H200, the run's first call 56 -> 20 s; the same
         # function and noise draws (the deliverable was trained before the option, with 1).
         config.model.ppgn.pad_multiple = 32
     return config
