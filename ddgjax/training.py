@@ -316,10 +316,11 @@ def make_train_chunk_buckets(model, tx, process: NoiseProcess, mesh: Mesh, base_
     """``make_train_chunk`` for size buckets taken in size order
     (``config.data.bucket_order = "sizes"``): whole epochs in one program.
 
-    An epoch is bucket 0's ``steps[0]`` steps, then bucket 1's, and so on (each at its
-    own shape, unrolled in the scan's body), so a chunk of epochs is one ``lax.scan``
-    and compiles once, where the seeded interleaving of ``"random"`` takes one call per
-    step. ``stacked``: several runs (seeds) in one program, as ``make_train_chunk_seeds``
+    An epoch is bucket 0's ``steps[0]`` steps, then bucket 1's, and so on (each bucket a
+    ``lax.scan`` over its steps at its own shape, the buckets one after the other in the
+    epoch's body), so a chunk of epochs is one ``lax.scan`` and compiles once, with one
+    step body per bucket however many steps it has, where the seeded interleaving of
+    ``"random"`` takes one call per step. ``stacked``: several runs (seeds) in one program, as ``make_train_chunk_seeds``
     (``base_key`` then ``[R]`` keys, state leaves ``[R, ...]``); all runs take the same
     bucket in the same step, which is what lets them share one program.
 
@@ -344,12 +345,12 @@ def make_train_chunk_buckets(model, tx, process: NoiseProcess, mesh: Mesh, base_
 
             def epoch(st, idx):
                 losses = []
-                for b, n in enumerate(steps):
-                    for k in range(n):
-                        st, loss = step(st, idx[b][k], data_adj[b], data_mask[b], base_key,
-                                        bucket_weight[b])
-                        losses.append(loss)
-                return st, jnp.stack(losses)
+                for b in range(len(steps)):   # a scan over each bucket's steps
+                    bucket_step = (lambda s, i, b=b: step(s, i, data_adj[b], data_mask[b],
+                                                          base_key, bucket_weight[b]))
+                    st, loss = jax.lax.scan(bucket_step, st, idx[b])
+                    losses.append(loss)
+                return st, jnp.concatenate(losses)
             return epoch
 
         state, losses = _scan_steps(make_step, state, batch_idx, flat, stacked)
