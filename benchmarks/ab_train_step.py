@@ -48,12 +48,9 @@ def parse_setting(text: str) -> dict:
     return out
 
 
-def run_row(setting: dict, args, timeout: float = 600.0) -> dict:
-    """One fresh process under ``setting``: ``{"ms_per_step", "ms_per_step_min"}``, or
-    ``{"error": ...}`` with the tail of its output."""
-    code = ROW.format(here=HERE, dtype=args.dtype, options=list(args.option),
-                      steps=args.steps, repeat=args.repeat)
-    env = dict(os.environ, **setting)
+def python_row(code: str, env: dict | None = None, timeout: float = 600.0) -> dict:
+    """Run ``code`` in a fresh Python process and return the JSON of its last ``ROW `` line,
+    or ``{"error": ...}`` with the tail of its output (also on a timeout)."""
     try:
         res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, timeout=timeout)
@@ -63,6 +60,22 @@ def run_row(setting: dict, args, timeout: float = 600.0) -> dict:
     if res.returncode != 0 or not rows:
         return {"error": f"rc {res.returncode}: {(res.stderr or res.stdout)[-800:]}"}
     return json.loads(rows[-1])
+
+
+def emit_row(row: dict, out: str = "") -> None:
+    """Print ``row`` as one JSON line and append it to ``out`` (if given)."""
+    print(json.dumps(row), flush=True)
+    if out:
+        with open(out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def run_row(setting: dict, args, timeout: float = 600.0) -> dict:
+    """One fresh process under ``setting``: ``{"ms_per_step", "ms_per_step_min"}``, or
+    ``{"error": ...}`` with the tail of its output."""
+    code = ROW.format(here=HERE, dtype=args.dtype, options=list(args.option),
+                      steps=args.steps, repeat=args.repeat)
+    return python_row(code, dict(os.environ, **setting), timeout)
 
 
 def main():
@@ -86,10 +99,7 @@ def main():
         for text, setting in settings:
             row = {"setting": text, "rep": rep, "dtype": args.dtype, "options": args.option,
                    **run_row(setting, args, args.timeout)}
-            print(json.dumps(row), flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+            emit_row(row, args.out)
 
 
 if __name__ == "__main__":

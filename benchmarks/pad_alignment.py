@@ -13,17 +13,19 @@ median and minimum over ``--repeat`` calls of ``--steps`` steps) or ``sample:n:N
 is invariant to padding (tests/test_models.py), so ``N > n`` computes the same graphs'
 outputs on a larger, possibly better aligned, array. Rows run in turn, ``--reps`` times
 over, each in its own Python process (no compiled program shared between rows); each is
-printed and appended to ``--out`` as one JSON line.
+printed and appended to ``--out`` as one JSON line (``{"error": ...}`` in place of the
+timings where the process failed or ran past ``--timeout``).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from ab_train_step import emit_row, python_row  # noqa: E402
 
 TRAIN = """
 import json, sys
@@ -77,9 +79,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--T", type=int, default=32)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per row")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    rows = [parse_row(r) for r in args.row]
+    try:
+        rows = [parse_row(r) for r in args.row]
+    except ValueError as e:
+        ap.error(str(e))
     for rep in range(args.reps):
         for row in rows:
             sample = row["what"] == "sample"
@@ -88,17 +94,8 @@ def main() -> None:
                 hidden=row["hidden"], blocks=row["blocks"],
                 options=args.option + (args.sample_option if sample else []),
                 steps=args.steps, repeat=3 if sample else args.repeat, T=args.T)
-            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-            result = dict(row, rep=rep, dtype=args.dtype, rc=proc.returncode)
-            found = [ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")]
-            if found:
-                result.update(json.loads(found[-1][4:]))
-            else:
-                result["error"] = (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]
-            print(json.dumps(result), flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(result) + "\n")
+            emit_row(dict(row, rep=rep, dtype=args.dtype,
+                          **python_row(code, timeout=args.timeout)), args.out)
 
 
 if __name__ == "__main__":
