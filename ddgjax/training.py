@@ -320,9 +320,10 @@ def make_train_chunk_buckets(model, tx, process: NoiseProcess, mesh: Mesh, base_
     ``lax.scan`` over its steps at its own shape, the buckets one after the other in the
     epoch's body), so a chunk of epochs is one ``lax.scan`` and compiles once, with one
     step body per bucket however many steps it has, where the seeded interleaving of
-    ``"random"`` takes one call per step. ``stacked``: several runs (seeds) in one program, as ``make_train_chunk_seeds``
-    (``base_key`` then ``[R]`` keys, state leaves ``[R, ...]``); all runs take the same
-    bucket in the same step, which is what lets them share one program.
+    ``"random"`` takes one call per step. ``stacked``: several runs (seeds) in one
+    program, as ``make_train_chunk_seeds`` (``base_key`` then ``[R]`` keys, state leaves
+    ``[R, ...]``); all runs take the same bucket in the same step, which is what lets
+    them share one program.
 
     Args of the returned function: ``state``; ``data_adj`` and ``data_mask``: tuples of
     the buckets' arrays (``input_pipeline.bucket_data``, replicated); ``batch_idx``: a
