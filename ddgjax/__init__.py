@@ -92,14 +92,16 @@ def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
 
 
 def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
-         compute_dtype: str | None = None, pallas: bool | None = None):
+         compute_dtype: str | None = None, pallas: bool | None = None,
+         pad_multiple: int | None = None):
     """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``, ``.complete(adjacency,
     known)`` and ``.nll(graphs)``; see ``ddgjax.trained``. ``compute_dtype="bfloat16",
-    pallas=True`` samples with the fast path (GPU; docs/benchmarks.md)."""
+    pallas=True`` samples with the fast path (GPU; docs/benchmarks.md); ``pad_multiple=m``
+    has the PPGN pad its node axis to a multiple of m inside the call (the same function)."""
     from ddgjax.trained import load as _load
 
     return _load(workdir, checkpoint, use_ema=use_ema, compute_dtype=compute_dtype,
-                 pallas=pallas)
+                 pallas=pallas, pad_multiple=pad_multiple)
 
 
 def load_dataset(name_or_path: str, **kwargs):

@@ -67,6 +67,19 @@ def replace_dir(new_dir: str, target: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def model_settings(run) -> dict:
+    """How the model computed the samples (``sampling.sampling_config``'s settings, the
+    run's own unless overridden): ``compute_dtype`` and, for PPGN, ``pallas`` and
+    ``pad_multiple``."""
+    model = run.config.model
+    out = {"compute_dtype": model.get("compute_dtype", "float32")}
+    if model.get("name") == "ppgn":
+        ppgn = model.get("ppgn", {})
+        out.update(pallas=bool(ppgn.get("pallas", False)),
+                   pad_multiple=int(ppgn.get("pad_multiple", 1)))
+    return out
+
+
 def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, batch_size: int,
                      num_steps: int | None = None, sampler_options: dict | None = None,
                      graphml: bool = False, chain_png: int = 0, protocol: str = "paper",
@@ -89,7 +102,7 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
             "algorithm": res["algorithm"], "num_steps": res["num_steps"],
             "num_samples": num_samples, "graphs_per_second": res["graphs_per_second"],
             "compile_seconds": res["compile_seconds"], "sampler": res["sampler"],
-            "kernel_switches": trace_settings_record()}
+            "model_settings": model_settings(run), "kernel_switches": trace_settings_record()}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",
                                dir=os.path.dirname(final_dir))
@@ -160,7 +173,8 @@ def write_completion_dir(run: Run, out_dir: str, requests: list, *, num_samples:
     info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "task": "completion", "num_inputs": len(requests),
             "samples_per_input": num_samples, "sampler": res["sampler"],
-            "seconds": res["seconds"], "kernel_switches": trace_settings_record(),
+            "seconds": res["seconds"], "model_settings": model_settings(run),
+            "kernel_switches": trace_settings_record(),
             "source_index": [g for g in range(len(requests)) for _ in range(num_samples)]}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",

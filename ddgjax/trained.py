@@ -164,15 +164,20 @@ class TrainedModel:
 
 
 def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
-         compute_dtype: str | None = None, pallas: bool | None = None) -> TrainedModel:
+         compute_dtype: str | None = None, pallas: bool | None = None,
+         pad_multiple: int | None = None) -> TrainedModel:
     """Load the ``best`` (lowest training loss) or ``latest`` checkpoint of a run.
 
     ``use_ema=None`` follows ``config.sample.use_ema``. ``compute_dtype="bfloat16",
     pallas=True`` samples with the fast path (bfloat16 and, for PPGN, its Pallas
-    kernels; docs/benchmarks.md), None keeps the run's own setting. Raises
+    kernels; docs/benchmarks.md); ``pad_multiple=m`` has the PPGN pad its node axis to
+    a multiple of m inside the call (the same function; faster where the kernels tile
+    that width better, ``config.model.ppgn.pad_multiple``); None keeps the run's own
+    setting. Raises
     ``ddgjax.sampling.SamplingError`` (one line naming the workdir or checkpoint,
     and which checkpoints exist) when it cannot.
     """
     return TrainedModel(load_run(workdir, checkpoint, use_ema=use_ema,
-                                 compute_dtype=compute_dtype, pallas=pallas),
+                                 compute_dtype=compute_dtype, pallas=pallas,
+                                 pad_multiple=pad_multiple),
                         workdir, checkpoint)

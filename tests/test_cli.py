@@ -109,16 +109,21 @@ def trained_workdir(tmp_path_factory):
 
 def test_train_resume_sample_end_to_end(trained_workdir):
     wd, total = trained_workdir
+    meta = json.loads((wd / "config.json").read_text())
     records = [json.loads(l) for l in (wd / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["event"] == "end" and records[-1]["epochs"] == total
     assert [r["epoch"] for r in records if "epoch" in r] == list(range(1, total + 1))
     assert (wd / "checkpoints" / "best").is_dir()
     res = run("sample.py", f"--workdir={wd}", "--num_samples=10", "--batch_size=4", "--graphml",
-              "--chain_png=2", "--quiet")
+              "--chain_png=2", "--quiet", "--pad_multiple=8")
     assert res.returncode == 0, res.stderr[-3000:]
     out = wd / "samples"
     data = json.loads((out / "samples.json").read_text())
     assert len(data["graphs"]) == 10
+    # how the model computed, with the --pad_multiple override (trained unpadded)
+    assert meta["model"]["ppgn"].get("pad_multiple", 1) == 1
+    assert data["generated_by"]["model_settings"] == {
+        "compute_dtype": meta["model"]["compute_dtype"], "pallas": False, "pad_multiple": 8}
     # the kernel switches the sampler was traced with are on record (the defaults here)
     assert data["generated_by"]["kernel_switches"] == {
         "backend": "triton", "mgpu_readout": True, "fold_embed": True, "fp8_product": False,
@@ -180,6 +185,26 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
             training.train(cfg, str(wd), verbose=False)
     assert tree_digest(wd / "checkpoints") == before
     assert (wd / "config.json").read_text() == cfg_before
+
+
+def test_model_flags_reach_load_run_for_run_guide_and_ensemble():
+    """``--ema``, ``--compute_dtype``, ``--pallas`` and ``--pad_multiple`` become
+    ``load_run``'s keyword arguments (``--pad_multiple 0``, the default: as trained)."""
+    from absl import flags
+
+    from ddgjax.cli import sample as sample_cli
+
+    fv = flags.FlagValues()
+    sample_cli.define_flags(fv)
+    fv(["sample.py", "--workdir=W"])
+    assert sample_cli.model_options(fv) == dict(use_ema=None, compute_dtype=None, pallas=None,
+                                                pad_multiple=None)
+    fv(["sample.py", "--workdir=W", "--pad_multiple=32", "--compute_dtype=bfloat16",
+        "--noema", "--pallas"])
+    assert sample_cli.model_options(fv) == dict(use_ema=False, compute_dtype="bfloat16",
+                                                pallas=True, pad_multiple=32)
+    with pytest.raises(flags.IllegalFlagValueError):
+        fv(["sample.py", "--workdir=W", "--pad_multiple=-1"])
 
 
 def test_fp8_activations_flag_sets_the_environment_or_refuses(monkeypatch):

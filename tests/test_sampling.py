@@ -220,6 +220,34 @@ def test_fast_sampling_path_keeps_the_parameters_and_nearly_all_pairs(workdir):
         sampling.load_run(str(workdir), compute_dtype="float16")
 
 
+def test_pad_multiple_at_sampling_keeps_the_function_and_the_draws(workdir):
+    """load_run(pad_multiple=m): the same parameters, the PPGN padding its node axis to a
+    multiple of m inside the call (20 -> 24 here), and the same samples up to float
+    rounding; a bad value, or padding for another model, is a SamplingError naming it."""
+    import ml_collections
+
+    plain = sampling.load_run(str(workdir))
+    if plain.config.model.name != "ppgn":
+        pytest.skip("the padding is the PPGN's")
+    padded = sampling.load_run(str(workdir), pad_multiple=8)
+    chex.assert_trees_all_equal(plain.params, padded.params)
+    assert padded.config.model.ppgn.pad_multiple == 8
+    assert plain.config.model.ppgn.get("pad_multiple", 1) == 1
+    assert padded.model.pad_multiple == 8 and plain.model.pad_multiple == 1
+    import ddgjax
+    assert ddgjax.load(str(workdir), pad_multiple=8).run.model.pad_multiple == 8
+    a = sampling.generate(plain, 16, seed=5, batch_size=16)["adj"]
+    b = sampling.generate(padded, 16, seed=5, batch_size=16)["adj"]
+    assert np.mean(a != b) < 0.005
+    for bad in (0, -2, 2.5, True, "8"):
+        with pytest.raises(sampling.SamplingError, match="pad_multiple: expected an integer"):
+            sampling.load_run(str(workdir), pad_multiple=bad)
+    edp = ml_collections.ConfigDict({"model": {"name": "edp"}})
+    with pytest.raises(sampling.SamplingError, match="pad_multiple: .* PPGN only.*'edp'"):
+        sampling.sampling_config(edp, pad_multiple=4)
+    assert sampling.sampling_config(edp, pad_multiple=1) is not edp
+
+
 def test_sample_graphs_key_forms():
     """One shared key (typed or legacy raw), or per-graph keys ([B] typed, [B, 2] raw);
     a per-graph key count that does not match the batch is a clear error."""

@@ -67,6 +67,11 @@ def define_flags(fv) -> None:
                       flag_values=fv)
     flags.DEFINE_bool("pallas", None, "PPGN: run its Pallas kernels (bfloat16 only; the "
                       "fastest sampler with --compute_dtype bfloat16).", flag_values=fv)
+    flags.DEFINE_integer("pad_multiple", 0, "PPGN: pad the node axis inside the model to a "
+                         "multiple of this (the same function and draws; faster where the "
+                         "kernels tile that width better, e.g. 32 for SPECTRE SBM's 187 nodes, "
+                         "docs/benchmarks.md rounds 89-91; 0: as trained, "
+                         "config.model.ppgn.pad_multiple).", lower_bound=0, flag_values=fv)
     flags.DEFINE_bool("fp8", False, "With --pallas on Hopper GPUs (H100/H200): store the PPGN's "
                       "pair-MLP outputs in float8 for the per-channel product (the same as "
                       "DDGJAX_FP8_PRODUCT=1; ~8 %% faster, Planar-60 samples as good as "
@@ -83,9 +88,9 @@ def define_flags(fv) -> None:
                         "workdir, trained on the same data with the same noise process; "
                         "needs --guidance.", flag_values=fv)
     flags.DEFINE_enum("guide_checkpoint", "latest", ["best", "latest", "best_val"],
-                      "The guide's checkpoint. --ema, --compute_dtype and --pallas apply to "
-                      "the guide too (without --ema it follows its own "
-                      "config.sample.use_ema).", flag_values=fv)
+                      "The guide's checkpoint. --ema, --compute_dtype, --pallas and "
+                      "--pad_multiple apply to the guide too (without --ema it follows its "
+                      "own config.sample.use_ema).", flag_values=fv)
     flags.DEFINE_float("guidance", None, "With --guide: the weight w in "
                        "good + w (good - guide): 0 the run alone, > 0 guidance, -0.5 the mean "
                        "of both runs (w >= -1).", flag_values=fv)
@@ -94,8 +99,8 @@ def define_flags(fv) -> None:
     flags.DEFINE_string("ensemble", None, "Ensemble (ddgjax.ensemble): more workdirs, comma-"
                         "separated, trained on the same data with the same bit-flip process; "
                         "every step samples with the average of all runs' denoisers (one "
-                        "forward pass each). --checkpoint, --ema, --compute_dtype and --pallas "
-                        "apply to every member.", flag_values=fv)
+                        "forward pass each). --checkpoint, --ema, --compute_dtype, --pallas and "
+                        "--pad_multiple apply to every member.", flag_values=fv)
     flags.DEFINE_enum("ensemble_mean", "probs", ["probs", "logits"],
                       "With --ensemble: average the members' probabilities (a mixture) or "
                       "their logits (a product of experts).", flag_values=fv)
@@ -170,6 +175,14 @@ def use_fp8_settings(fv, run) -> None:
         os.environ["DDGJAX_FP8_PRODUCT"] = "1"
 
 
+def model_options(fv) -> dict:
+    """``load_run``'s keyword arguments from the flags that change how the model computes
+    (``--ema``, ``--compute_dtype``, ``--pallas``, ``--pad_multiple``; None: as trained),
+    the same for the run, its ensemble members and its guide."""
+    return dict(use_ema=fv.ema, compute_dtype=fv.compute_dtype, pallas=fv.pallas,
+                pad_multiple=fv.pad_multiple or None)
+
+
 def sampler_options(fv) -> dict:
     """``--option`` values plus ``--algorithm`` (when given) as sampler keyword arguments."""
     from ddgjax.cli import parse_option_values
@@ -218,22 +231,19 @@ def run_sampling(fv) -> None:
         check_output_dir(out_dir)  # before the model loads
     guided = guidance_requested(fv)
     members = ensemble_requested(fv)
-    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
-                   pallas=fv.pallas)
+    run = load_run(workdir, fv.checkpoint, **model_options(fv))
     use_fp8_settings(fv, run)
     record = {"workdir": workdir, "checkpoint": fv.checkpoint}
     if members:
         from ddgjax.ensemble import ensemble_from_workdirs
 
         run, ensemble = ensemble_from_workdirs(run, members, fv.checkpoint, fv.ensemble_mean,
-                                               use_ema=fv.ema, compute_dtype=fv.compute_dtype,
-                                               pallas=fv.pallas)
+                                               **model_options(fv))
         record.update(ensemble)
     if guided:
         from ddgjax.guidance import guided_run, load_guide
 
-        guide = load_guide(fv.guide, fv.guide_checkpoint, use_ema=fv.ema,
-                           compute_dtype=fv.compute_dtype, pallas=fv.pallas)
+        guide = load_guide(fv.guide, fv.guide_checkpoint, **model_options(fv))
         run = guided_run(run, guide, fv.guidance, guide_name=f"--guide {fv.guide}",
                          above=fv.guidance_above)
         record.update(guide=fv.guide, guide_checkpoint=fv.guide_checkpoint,
@@ -341,8 +351,7 @@ def run_completion(fv) -> None:
         raise ValueError("--ensemble: ensembles sample new graphs; graph completion "
                          "(--complete) does not take it")
     requests, where = completion_requests(fv)
-    run = load_run(workdir, fv.checkpoint, use_ema=fv.ema, compute_dtype=fv.compute_dtype,
-                   pallas=fv.pallas)
+    run = load_run(workdir, fv.checkpoint, **model_options(fv))
     use_fp8_settings(fv, run)
     cfg = run.config
     num = fv.num_samples or 16
