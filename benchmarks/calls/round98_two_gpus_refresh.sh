@@ -8,7 +8,7 @@
 set -u
 OUT=${1:?OUT}
 R=$OUT/res
-mkdir -p "$R"
+mkdir -p "$R" /tmp/r98
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name,memory.total --format=csv > "$R/gpu.txt" 2>&1
 T0=$(date +%s)
@@ -19,8 +19,9 @@ for setting in f32 bf16; do
   for vis in 0 0,1; do
     name=${setting}_gpus_${vis/,/_}
     CUDA_VISIBLE_DEVICES=$vis timeout 100 python3 benchmarks/epoch_times.py --epochs 450 \
-      --chunks 3 $opts --out "$R/$name.json" $P60 > "$R/$name.log" 2>&1
+      --chunks 3 $opts --out "$R/$name.json" $P60 > /tmp/r98/$name.log 2>&1
     echo "$name rc=$? $(( $(date +%s) - T0 )) s" >> "$R/times.txt"
   done
 done
-cat "$R/times.txt"; tail -n 3 "$R"/*.log
+tar czf "$R/logs.tar.gz" -C /tmp r98
+cat "$R/times.txt"; tail -n 3 /tmp/r98/*.log
