@@ -1,15 +1,28 @@
-"""Time per epoch of the paper configs: a short run of each, then sampling speed.
+"""Time per epoch of the paper configs: the training loop's steady state, timed as a
+difference of whole runs.
 
     python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
 
-The run is ``--chunks`` jitted calls (checkpoint boundaries) of ``epochs / chunks``
-epochs. ``--progress`` trains as the CLI does, with its progress bar on stderr (until
-round 17 a host callback in every step; now the loop's equal jitted calls); without it,
-quietly (``verbose=False``). ``ms_per_step`` is the steady state of the whole loop after
-the first call (checkpoint saves and their final wait included); ``chunk_ms_per_step``
-only the time the host spent in the jitted calls after the first or waiting for them
-(until round 18 the training steps themselves; since round 19 a boundary's host work
-runs while the next call trains, so this is less than the steps' device time).
+Per CONFIG, three runs in one process, each in a fresh workdir, with JAX's persistent
+compilation cache in a temporary directory (so only the first compiles): a warm-up of
+one chunk (``epochs / chunks`` epochs; its first call, which compiles, is ``first_call_s``),
+then run A of ``--epochs`` in ``--chunks`` jitted calls (checkpoint boundaries) and run B
+of one chunk more. ``s_per_epoch`` / ``ms_per_step`` is B's loop time less A's, per epoch
+of the extra chunk: the whole loop's steady state (a chunk and its boundary's checkpoint
+save), whatever the loop overlaps. ``chunk_ms_per_step`` is the same difference of the time
+the host spent in the jitted calls or waiting for them.
+
+Until session 38 the steady state was one run's ``(seconds - first_call_seconds) /
+(epochs - epochs per chunk)``. That holds where a call returns before its steps have run.
+On a GPU it does not: XLA runs a program's ``while`` loop (the ``lax.scan`` over a chunk's
+steps) from the host, so the call that queues the next chunk returns only once that chunk
+is done, the loop reads the previous chunk's losses after it, and ``first_call_seconds``
+then spans two chunks. With three chunks that halved the per-step times (round 98,
+docs/benchmarks.md: 6.5 ms per step in bf16 against the 12.2 ms that
+``bench_core.bench_train_step`` measures for the same step).
+
+``--progress`` trains as the CLI does, with its progress bar on stderr; without it,
+quietly (``verbose=False``).
 
 CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
 ``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.
@@ -22,6 +35,8 @@ import shutil
 import sys
 import tempfile
 import time
+
+import ml_collections
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,13 +51,27 @@ def load(path):
     return mod.get_config(*arg)
 
 
+def timed_run(cfg, epochs: int, per_chunk: int, progress: bool) -> dict:
+    """``training.train``'s end record for ``cfg`` trained ``epochs`` epochs in jitted calls
+    of ``per_chunk`` epochs (a checkpoint at each boundary), in a fresh workdir."""
+    cfg = ml_collections.ConfigDict(cfg.to_dict())
+    cfg.train.num_epochs = epochs
+    cfg.train.checkpoint_every_epochs = per_chunk
+    wd = tempfile.mkdtemp()
+    try:
+        return training.train(cfg, wd, verbose=progress)
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("configs", nargs="+")
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--out", default="")
     ap.add_argument("--chunks", type=int, default=2,
-                    help="jitted calls (checkpoint boundaries) per run; the first compiles")
+                    help="jitted calls (checkpoint boundaries) of the timed run A; run B "
+                         "has one more (module docstring)")
     ap.add_argument("--progress", action="store_true",
                     help="train with the progress bar, as the CLI does (module docstring)")
     ap.add_argument("--option", action="append", default=[],
@@ -50,33 +79,32 @@ def main():
     args = ap.parse_args()
     from bench_core import apply_options
     rows = []
+    import jax
+    jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="epoch_times_cache_"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     for path in args.configs:
         cfg = load(path)
         apply_options(cfg, args.option)
-        cfg.train.num_epochs = args.epochs
-        if args.chunks < 2 or args.epochs % args.chunks:
+        if args.chunks < 1 or args.epochs % args.chunks:
             sys.exit(f"epoch_times.py: --epochs {args.epochs} must be a multiple of --chunks "
-                     f"{args.chunks} (>= 2)")
+                     f"{args.chunks} (>= 1)")
         per_chunk = args.epochs // args.chunks
-        cfg.train.checkpoint_every_epochs = per_chunk
-        wd = tempfile.mkdtemp()
         t0 = time.time()
-        s = training.train(cfg, wd, verbose=args.progress)
-        # the first chunk includes compilation; the second is steady state
-        steady = (s["seconds"] - s["first_call_seconds"]) / (args.epochs - per_chunk)
-        steady_steps = (args.epochs - per_chunk) * s["steps_per_epoch"]
-        import jax
+        warm = timed_run(cfg, per_chunk, per_chunk, args.progress)
+        a = timed_run(cfg, args.epochs, per_chunk, args.progress)
+        b = timed_run(cfg, args.epochs + per_chunk, per_chunk, args.progress)
+        spe = a["steps_per_epoch"]
+        steady = (b["seconds"] - a["seconds"]) / per_chunk
         rows.append({"config": path, "options": args.option, "devices": len(jax.devices()),
-                     "device_kind": jax.devices()[0].device_kind, "epochs": args.epochs, "total_s": time.time() - t0,
-                     "first_call_s": s["first_call_seconds"], "s_per_epoch": steady,
-                     "steps_per_epoch": s["steps_per_epoch"],
-                     "ms_per_step": 1e3 * steady / s["steps_per_epoch"],
-                     "chunk_ms_per_step": 1e3 * (s["chunk_seconds"] - s["first_call_seconds"])
-                     / steady_steps,
-                     "checkpoint_s": s["checkpoint_seconds"], "chunks": args.chunks,
+                     "device_kind": jax.devices()[0].device_kind, "epochs": args.epochs,
+                     "total_s": time.time() - t0, "first_call_s": warm["first_call_seconds"],
+                     "loop_s": a["seconds"], "s_per_epoch": steady, "steps_per_epoch": spe,
+                     "ms_per_step": 1e3 * steady / spe,
+                     "chunk_ms_per_step": 1e3 * (b["chunk_seconds"] - a["chunk_seconds"])
+                     / (per_chunk * spe),
+                     "checkpoint_s": a["checkpoint_seconds"], "chunks": args.chunks,
                      "progress": args.progress})
         print(rows[-1], flush=True)
-        shutil.rmtree(wd)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=2)
