@@ -13,13 +13,13 @@ save), whatever the loop overlaps. ``chunk_ms_per_step`` is the same difference 
 the host spent in the jitted calls or waiting for them.
 
 Until session 38 the steady state was one run's ``(seconds - first_call_seconds) /
-(epochs - epochs per chunk)``. That holds where a call returns before its steps have run.
-On a GPU it does not: XLA runs a program's ``while`` loop (the ``lax.scan`` over a chunk's
-steps) from the host, so the call that queues the next chunk returns only once that chunk
-is done, the loop reads the previous chunk's losses after it, and ``first_call_seconds``
-then spans two chunks. With three chunks that halved the per-step times (round 98,
-docs/benchmarks.md: 6.5 ms per step in bf16 against the 12.2 ms that
-``bench_core.bench_train_step`` measures for the same step).
+(epochs - epochs per chunk)``. That holds only if the loop's first call ends after one
+chunk. On a GPU it gave half the step's time in round 98 (docs/benchmarks.md: 6.5 ms per
+step in bf16 against the 12.2 ms that ``bench_core.bench_train_step`` measures for the
+same step), as if the first call spanned two chunks: likely because XLA runs a GPU
+program's ``while`` loop (the ``lax.scan`` over a chunk's steps) from the host, so the call
+that queues the next chunk returns only when that chunk is (nearly) done. A difference of
+whole runs does not depend on that.
 
 ``--progress`` trains as the CLI does, with its progress bar on stderr; without it,
 quietly (``verbose=False``).
