@@ -68,10 +68,11 @@ def define_flags(fv) -> None:
     flags.DEFINE_bool("pallas", None, "PPGN: run its Pallas kernels (bfloat16 only; the "
                       "fastest sampler with --compute_dtype bfloat16).", flag_values=fv)
     flags.DEFINE_integer("pad_multiple", 0, "PPGN: pad the node axis inside the model to a "
-                         "multiple of this (the same function and draws; faster where the "
-                         "kernels tile that width better, e.g. 32 for SPECTRE SBM's 187 nodes, "
-                         "docs/benchmarks.md rounds 89-91; 0: as trained, "
-                         "config.model.ppgn.pad_multiple).", lower_bound=0, flag_values=fv)
+                         "multiple of this (the same function, though in bfloat16 its rounding "
+                         "moves some draws; faster where the kernels tile that width better, "
+                         "e.g. 32 for SPECTRE SBM's 187 nodes, docs/benchmarks.md rounds 89-94; "
+                         "0: as trained, config.model.ppgn.pad_multiple).", lower_bound=0,
+                         flag_values=fv)
     flags.DEFINE_bool("fp8", False, "With --pallas on Hopper GPUs (H100/H200): store the PPGN's "
                       "pair-MLP outputs in float8 for the per-channel product (the same as "
                       "DDGJAX_FP8_PRODUCT=1; ~8 %% faster, Planar-60 samples as good as "
