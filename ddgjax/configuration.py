@@ -15,6 +15,7 @@ names the field before anything is built.
 from __future__ import annotations
 
 import importlib.util
+import numbers
 import os
 
 
@@ -100,6 +101,18 @@ def get_config(name_or_path: str):
 BUCKET_ORDERS = ("random", "sizes")
 
 
+def pad_multiple_problem(value, model_name: str) -> str | None:
+    """What is wrong with ``value`` as ``config.model.ppgn.pad_multiple`` for a model named
+    ``model_name`` (None: nothing): an integer >= 1, above 1 only for PPGN. Training's
+    config check and sampling's override both ask this."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        return f"expected an integer >= 1 (1: no padding), got {value!r}"
+    if value > 1 and model_name != "ppgn":
+        return (f"only for PPGN (config.model.name): the padding exists for the PPGN only, "
+                f"not {model_name!r}")
+    return None
+
+
 def validate_config(config) -> None:
     """Raise ConfigError naming the field for values no training step could use."""
     t = config.train
@@ -134,12 +147,10 @@ def validate_config(config) -> None:
                 raise ConfigError(f"config.model.ppgn.{key}: only with a process that "
                                   "denoises a 0/1 graph (the discrete one, not the Gaussian "
                                   "baseline)")
-    pad_multiple = config.model.get("ppgn", {}).get("pad_multiple", 1)
-    if isinstance(pad_multiple, bool) or not isinstance(pad_multiple, int) or pad_multiple < 1:
-        raise ConfigError(f"config.model.ppgn.pad_multiple: expected an integer >= 1 (1: no "
-                          f"padding), got {pad_multiple!r}")
-    if pad_multiple > 1 and config.model.name != "ppgn":
-        raise ConfigError("config.model.ppgn.pad_multiple: only for PPGN (config.model.name)")
+    problem = pad_multiple_problem(config.model.get("ppgn", {}).get("pad_multiple", 1),
+                                   config.model.name)
+    if problem:
+        raise ConfigError(f"config.model.ppgn.pad_multiple: {problem}")
     dropout = float(config.model.get("ppgn", {}).get("dropout", 0.0))
     if not 0.0 <= dropout < 1.0:
         raise ConfigError(f"config.model.ppgn.dropout: expected a value in [0, 1), got {dropout}")

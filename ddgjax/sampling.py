@@ -39,6 +39,7 @@ from ddgjax.models import abstract_params, model_from_config
 from ddgjax.models.pallas_launch import trace_settings
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate
 from ddgjax.processes import NoiseProcess, Sampler, process_from_config
+from ddgjax.configuration import pad_multiple_problem
 from ddgjax.workdir import WorkdirError, read_run_record
 
 
@@ -79,13 +80,9 @@ def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None
     if compute_dtype is None and pallas is None and pad_multiple is None:
         return config
     if pad_multiple is not None:
-        if (isinstance(pad_multiple, bool) or not isinstance(pad_multiple, (int, np.integer))
-                or pad_multiple < 1):
-            raise SamplingError(f"pad_multiple: expected an integer >= 1 (1: no padding), got "
-                                f"{pad_multiple!r}")
-        if pad_multiple > 1 and config.model.name != "ppgn":
-            raise SamplingError(f"pad_multiple: the padding exists for the PPGN only; this "
-                                f"run's model is {config.model.name!r}")
+        problem = pad_multiple_problem(pad_multiple, config.model.name)
+        if problem:
+            raise SamplingError(f"pad_multiple: {problem}")
     config = ml_collections.ConfigDict(config.to_dict())
     if compute_dtype is not None:
         config.model.compute_dtype = compute_dtype
