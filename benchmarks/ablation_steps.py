@@ -1,8 +1,10 @@
 """The paper's ablation "average MMD vs number of denoising steps" on Ego-small, at the
 paper's own protocol (its Appendix, "Details for Figure 2"), with timing.
 
-    DDGJAX_DATA=.data python benchmarks/ablation_steps.py --out docs/results/ablation \\
-        --epochs 2500 --seeds 4 --steps 8,16,32,48,64,128,256,512,1024 --samples 256
+    python benchmarks/ablation_steps.py --out OUT --epochs 2500 --seeds 4 --samples 256 \\
+        --phase train_sample
+    python benchmarks/ablation_steps.py --out OUT --epochs 2500 --seeds 4 --samples 256 \\
+        --phase time
 
 Two trained models (``METHODS``), PPGN for both, ``--seeds`` training seeds each, all
 seeds of a model trained together by one jitted program (``training.train_seeds``),
@@ -12,14 +14,15 @@ checkpoint (the last epoch).
 * ``discrete``: PPGN L_simple trained in **continuous time** (``beta_bar ~ U(0, 1/2)``,
   as the original code did), so every K is native.
 * ``gaussian``: our DDPM baseline (``ego_small,ppgn,score``: an eps-network on T = 1024
-  levels of a Gaussian process over the adjacency; docs/gaussian.md).
+  levels of a Gaussian process over the adjacency; docs/method.md, "The Gaussian
+  baseline").
 
 Four curves (``CURVES``) sample those models: the discrete model with K uniform levels
-(``grid=uniform``: the paper's protocol) and with the Planar issue's grid (``power:3``,
-more steps at low noise); the Gaussian model with K strided DDPM steps, and with
+(``grid=uniform``: the paper's protocol) and with the ``power:3`` grid (more steps at
+low noise); the Gaussian model with K strided DDPM steps, and with
 EDP-GNN-style annealed Langevin dynamics using the same eps-network as the score
 (``sampler=langevin``: 6 geometric noise levels, K updates in total). Neither Gaussian
-curve is the paper's separately trained score model; docs/gaussian.md.
+curve is the paper's separately trained score model.
 
 For every curve, seed and K: ``--samples`` graphs (node counts from the training split
 with ``--sample_seed``, the same for every point), the three paper-protocol MMDs against
@@ -62,7 +65,7 @@ CURVES = {
     "discrete_uniform": ("discrete", {"grid": "uniform"},
                          "discrete, K uniform levels (paper protocol)"),
     "discrete_power3": ("discrete", {"grid": "power:3"},
-                        "discrete, power:3 grid (Planar issue's sampler)"),
+                        "discrete, power:3 grid"),
     "gaussian_ddpm": ("gaussian", {"eta": 1.0}, "Gaussian, DDPM (K strided of 1024 levels)"),
     "gaussian_langevin": ("gaussian", {"sampler": "langevin"},
                           "Gaussian, annealed Langevin (6 levels, K updates)"),

@@ -1,6 +1,6 @@
 """GPU benchmark of the core: PPGN train step and full sampling.
 
-    python benchmarks/bench_core.py --out docs/bench_core.json
+    python benchmarks/bench_core.py --out bench_core.json
 
 1. One PPGN training step (forward + backward + Adam), 8 blocks x 128 hidden,
    N = 60, batch 64, float32 and bfloat16 compute.
@@ -130,7 +130,7 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
     mask = np.concatenate([mask, mask[:1] & False])
     mesh = make_mesh(jax.devices()[:1])
     chunk = training.make_train_chunk(
-        model, tx, process, mesh, jax.random.key(1), flat=bool(cfg.train.flat_update),
+        model, tx, process, mesh, jax.random.key(1),
         compiler_options=training.config_compiler_options(cfg))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
@@ -158,13 +158,12 @@ def bench_sampling(dtype, num=1024, N=60, hidden=128, blocks=8, T=32, vmapped=Tr
             fn = compiled_sampler(model, sampler)
             t = timeit_detail(fn, params, keys, mask, warmup=warmup, repeat=repeat)
         else:
-            fn = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
+            fn = lambda a, m, t, s: model.apply(params, a, m, t, s)
             run = jax.jit(lambda k, m: sampler(fn, k, m))
             t = timeit_detail(run, keys, mask, warmup=warmup, repeat=repeat)
     else:  # the same chain batched natively (one key for the whole batch)
         run = jax.jit(lambda p, k, m: bitflip.sample_graphs(
-            lambda a, m_, t_, s, *est: model.apply(p, a, m_, t_, s, *est), k, m,
-            process.schedule, 2, self_condition=process.self_condition))
+            lambda a, m_, t_, s: model.apply(p, a, m_, t_, s), k, m, process.schedule, 2))
         if params_as_arg:
             t = timeit_detail(run, params, jax.random.key(0), mask, warmup=warmup, repeat=repeat)
         else:

@@ -16,14 +16,14 @@ Where the baseline differs from the original, on purpose:
 * EMD: the original calls ``pyemd`` (a C++ network-simplex solver) per pair; the
   baseline uses the 1-D closed form with NumPy per pair, which is no slower.
 
-The "generated" graphs are training graphs of ``planar_60.json`` with 10% of their edges
+The "generated" graphs are training graphs of Planar-60 with 10% of their edges
 rewired (seeded), so the MMDs are non-trivial and some graphs get isolated nodes.
 
 Usage::
 
     python benchmarks/bench_eval.py --out /tmp/bench_eval.json
     python benchmarks/bench_eval.py --skip-baseline --repeats 3 --out gpu.json   # on a GPU
-    python benchmarks/bench_eval.py --synthetic ...   # no dataset files: Delaunay-60 graphs
+    python benchmarks/bench_eval.py --synthetic ...   # fresh Delaunay-60 graphs instead
 
 The JAX backend is whatever JAX picks (CPU here; GPU where one is visible).
 """
@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "planar_60.json"
+DEFAULT_DATA = REPO / "ddgjax" / "data" / "bundled" / "planar_60.json.gz"
 
 
 # ----------------------------------------------------------------------------
@@ -222,7 +222,8 @@ def ours_eval(reference, generated) -> tuple[dict, dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=str(DEFAULT_DATA), help="planar_60.json")
+    p.add_argument("--data", default=str(DEFAULT_DATA),
+                   help="a graph list with a test split (default: the bundled Planar-60)")
     p.add_argument("--synthetic", action="store_true",
                    help="use fresh Delaunay graphs (40 reference, 160 train) instead of --data")
     p.add_argument("--num-generated", type=int, default=1024)

@@ -1,6 +1,7 @@
 """Peer benchmark: the same PPGN in ddgjax and in PyTorch (eager and ``torch.compile``).
 
-    python benchmarks/bench_speed.py --out docs/results/bench_speed.json
+    python benchmarks/bench_speed.py --tf32 on --no_batched --repeat_sample 2 --repeat_train 3 \
+        --ddgjax_option model.ppgn.kernels=pallas --out bench_speed.json
     python benchmarks/bench_speed.py --quick --out /tmp/bench_speed_quick.json   # CPU smoke test
 
 Two rows, each in float32 and bfloat16, on one device in one process:
@@ -56,9 +57,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from benchmarks import bench_core  # noqa: E402
-from ddgjax.models import init_params, model_from_config, pallas_launch  # noqa: E402
+from ddgjax.models import init_params, model_from_config  # noqa: E402
 from ddgjax.processes import bitflip  # noqa: E402
-from ddgjax.processes.flip_schedules import make_schedule  # noqa: E402
+from ddgjax.processes.bitflip import make_schedule  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -248,7 +249,7 @@ def row_name(kind, args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="docs/results/bench_speed.json")
+    ap.add_argument("--out", default="bench_speed.json")
     ap.add_argument("--rows", default="sample,train")
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--num_graphs", type=int, default=1024)
@@ -273,13 +274,11 @@ def main(argv=None):
     ap.add_argument("--no_batched", action="store_true",
                     help="skip ddgjax's natively batched sampler (ddgjax_batched_s)")
     ap.add_argument("--ddgjax_option", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override for an extra ddgjax variant (ddgjax_variant_* "
-                         "columns); repeat the flag for several keys, e.g. "
-                         "model.ppgn.remat=true")
-    ap.add_argument("--ddgjax_train_option", action="append", default=None, metavar="KEY=VALUE",
-                    help="overrides for the train row's ddgjax_variant instead of "
-                         "--ddgjax_option (e.g. model.ppgn.fused=true there and "
-                         "model.ppgn.pallas=true for sampling)")
+                    help="config override for an extra ddgjax sampling variant "
+                         "(ddgjax_variant_* columns of the sample rows); repeat the flag for "
+                         "several keys, e.g. model.ppgn.kernels=pallas")
+    ap.add_argument("--ddgjax_train_option", action="append", default=[], metavar="KEY=VALUE",
+                    help="the same for the train rows (e.g. model.ppgn.remat=true)")
     ap.add_argument("--quick", action="store_true",
                     help="tiny sizes (CPU smoke test): N=12, 16 graphs, batch 8, 4 blocks x 16, "
                          "T=4, 2 steps per call; also --tf32 on and --no_batched")
@@ -297,7 +296,8 @@ def main(argv=None):
     for d in dtypes:
         if d not in ("float32", "bfloat16"):
             ap.error(f"--dtypes: unknown dtype {d!r} (float32, bfloat16)")
-    bench_core.core_config("float32", options=args.ddgjax_option)  # fail fast on a bad option
+    for options in (args.ddgjax_option, args.ddgjax_train_option):  # fail fast on a bad option
+        bench_core.core_config("float32", options=options)
     use_torch = torch is not None and not args.skip_torch
 
     jdev = jax.devices()[0]
@@ -311,9 +311,7 @@ def main(argv=None):
             "repeats": {"sample": args.repeat_sample, "train": args.repeat_train},
             "quick": args.quick, "ddgjax_option": args.ddgjax_option,
             "ddgjax_train_option": args.ddgjax_train_option,
-            "tf32": args.tf32, "argv": sys.argv[1:],
-            # the PPGN kernel settings the sampling rows were traced with (env variables)
-            "ddgjax_kernel_switches": pallas_launch.trace_settings_record()}
+            "tf32": args.tf32, "argv": sys.argv[1:]}
     device_name = str(jdev.device_kind)
     if use_torch:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -382,10 +380,9 @@ def main(argv=None):
                         args, dtype, True, args.ddgjax_option)))
             else:
                 jobs.append(("ddgjax", lambda: jax_train(args, dtype)))
-                train_option = (args.ddgjax_option if args.ddgjax_train_option is None
-                                else args.ddgjax_train_option)
-                if train_option:
-                    jobs.append(("ddgjax_variant", lambda: jax_train(args, dtype, train_option)))
+                if args.ddgjax_train_option:
+                    jobs.append(("ddgjax_variant", lambda: jax_train(
+                        args, dtype, args.ddgjax_train_option)))
             if dtype == "float32" and args.tf32 == "both":
                 jobs.append(("ddgjax_highest", lambda: (jax_sampling(args, dtype, True,
                                                                      precision="highest")

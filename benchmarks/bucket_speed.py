@@ -1,11 +1,13 @@
-"""Training speed with size buckets against plain padding (issue 13), on one GPU.
+"""Training speed with size buckets against plain padding, on one GPU.
 
-    python benchmarks/bucket_speed.py --out docs/results/bucket_speed.json \
-        [--config best_spectre_sbm] [--epochs 3] [--steps 5] [--dtypes bfloat16,float32] \
+    python benchmarks/bucket_speed.py --dtypes bfloat16 --remat off --epochs 2 \
+        --option model.ppgn.pad_multiple=1 --out bucket_speed.json
+    python benchmarks/bucket_speed.py --out bucket_speed.json \
+        [--config spectre_sbm] [--epochs 3] [--steps 5] [--dtypes bfloat16,float32] \
         [--remat off,on] [--modes buckets,plain] [--buckets 64,96,128,187] \
         [--option model.ppgn.hidden=8 ...]
 
-For every (mode, compute dtype, remat) of the config (default ``best_spectre_sbm``: PPGN
+For every (mode, compute dtype, remat) of the config (default ``spectre_sbm``: PPGN
 8 x 128, batch 32, SPECTRE SBM, 44-187 nodes), it builds the training step exactly as
 ``ddgjax.training`` does (``make_train_chunk(weighted=True)``: one step per call, the
 weight of the step's bucket) and measures:
@@ -97,7 +99,7 @@ def measure(cfg, mode: str, args) -> dict:
     sharding = batch_sharded(mesh, 1)
     capacity = capacity_bytes()
     row = {"mode": mode, "compute_dtype": cfg.model.compute_dtype,
-           "remat": bool(cfg.model.ppgn.remat), "fused": bool(cfg.model.ppgn.get("fused", False)),
+           "remat": bool(cfg.model.ppgn.remat), "kernels": cfg.model.ppgn.get("kernels", "xla"),
            "batch_size": B, "max_nodes": int(max_nodes), "num_graphs": len(ds.train),
            "steps_per_epoch": plan.steps_per_epoch, "shapes": []}
     compiled, ok = [], True
@@ -157,7 +159,7 @@ def measure(cfg, mode: str, args) -> dict:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="best_spectre_sbm")
+    ap.add_argument("--config", default="spectre_sbm")
     ap.add_argument("--out", default="")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5, help="timed steps per shape")

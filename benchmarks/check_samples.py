@@ -2,12 +2,13 @@
 (our evaluation) and validity, uniqueness and novelty recomputed with networkx.
 
     python benchmarks/check_samples.py --data planar_60 --protocol paper \\
-        docs/results/samples/planar_60_best_seed0.json
+        docs/results/planar_60/samples_seed0.json.gz
     python benchmarks/check_samples.py --data spectre_planar_64 --protocol spectre \\
-        docs/results/samples/spectre_planar_64_best_seed{0,1,2,3,4}.json
+        docs/results/spectre_planar_64/samples_seed{0,1,2,3,4}.json.gz
 
-One row per file, then the mean and standard deviation over the files. Nothing about
-the model or the sampler is read: only the graphs.
+Files are JSON graph lists, gzip-compressed when the name ends in ``.gz``. One row per
+file, then the mean and standard deviation over the files. Nothing about the model or
+the sampler is read: only the graphs.
 """
 import argparse
 import json

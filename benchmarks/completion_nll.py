@@ -1,11 +1,8 @@
-"""Issue 15's two tables: test-set likelihoods of trained models, and graph completion.
+"""Two tables: test-set likelihoods of trained models, and graph completion.
 
-    python benchmarks/completion_nll.py \
-        --nll_workdir ppgn_simple_planar=runs/paper/planar_60_ppgn_simple \
-        --nll_workdir best_planar=runs/best_planar_60 ... \
-        --completion_workdir runs/best_planar_60 --dataset planar_60 \
-        --hidden 0.1,0.3,0.5 --add_nodes 10 --num_samples 8 --resample 4,3 \
-        --out docs/results/completion_nll
+    python benchmarks/completion_nll.py --nll_workdir planar_60=runs/planar_60 \
+        --completion_workdir runs/planar_60 --num_steps 128 \
+        --hidden 0.1,0.3,0.5 --add_nodes 10 --num_samples 8 --resample 4,3 --out OUT
 
 **Likelihood table** (one row per ``--nll_workdir NAME=PATH``): the negative ELBO of the
 test split of the run's own dataset (``ddgjax.likelihood.nll``: every level, ``--num_draws``
@@ -198,7 +195,8 @@ def parse_args(argv=None):
     ap.add_argument("--completion_workdir", default="", help="the run for the completion table")
     ap.add_argument("--dataset", default="", metavar="PATH[:SPLIT]",
                     help="graphs to complete (default: the completion run's test split)")
-    ap.add_argument("--checkpoint", default="best", choices=["best", "latest", "best_val"])
+    ap.add_argument("--checkpoint", default=None, choices=["best", "latest", "best_val"],
+                    help="default: each run's config.sample.checkpoint")
     ap.add_argument("--ema", action="store_true", default=None,
                     help="use EMA parameters (default: config.sample.use_ema)")
     ap.add_argument("--num_graphs", type=int, default=0, help="first N test graphs (0: all)")

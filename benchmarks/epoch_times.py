@@ -1,7 +1,9 @@
-"""Time per epoch of the paper configs: the training loop's steady state, timed as a
-difference of whole runs.
+"""Time per epoch of a config: the training loop's steady state, timed as a difference
+of whole runs (several GPUs: run it with all of them visible, then with
+``CUDA_VISIBLE_DEVICES=0``).
 
-    python benchmarks/epoch_times.py --epochs 200 --out docs/epoch_times.json CONFIG...
+    python benchmarks/epoch_times.py --epochs 450 --chunks 3 paper:planar_60,ppgn,simple \
+        --out epoch_times.json
 
 Per CONFIG, three runs in one process, each in a fresh workdir, with JAX's persistent
 compilation cache in a temporary directory (so only the first compiles): a warm-up of
@@ -12,23 +14,17 @@ of the extra chunk: the whole loop's steady state (a chunk and its boundary's ch
 save), whatever the loop overlaps. ``chunk_ms_per_step`` is the same difference of the time
 the host spent in the jitted calls or waiting for them.
 
-Until session 38 the steady state was one run's ``(seconds - first_call_seconds) /
-(epochs - epochs per chunk)``. That holds only if the loop's first call ends after one
-chunk. On a GPU it gave half the step's time in round 98 (docs/benchmarks.md: 6.5 ms per
-step in bf16 against the 12.2 ms that ``bench_core.bench_train_step`` measures for the
-same step), as if the first call spanned two chunks: likely because XLA runs a GPU
-program's ``while`` loop (the ``lax.scan`` over a chunk's steps) from the host, so the call
-that queues the next chunk returns only when that chunk is (nearly) done. A difference of
-whole runs does not depend on that.
+(A single run's ``(seconds - first_call_seconds) / (epochs - epochs per chunk)`` is not the
+steady state on a GPU: the call that queues the next chunk may return only when that chunk
+is nearly done, so the first call can span two chunks.)
 
 ``--progress`` trains as the CLI does, with its progress bar on stderr; without it,
 quietly (``verbose=False``).
 
-CONFIG is a config file path, with ``:ARG`` passed to its ``get_config`` as
-``--config`` does, e.g. ``configs/paper.py:planar_60,ppgn,simple``.
+CONFIG is anything ``--config`` takes: a bundled name (``paper:planar_60,ppgn,simple``,
+``spectre_sbm``) or a file path with ``:ARG``.
 """
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -41,14 +37,7 @@ import ml_collections
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ddgjax import training  # noqa: E402
-
-
-def load(path):
-    path, *arg = path.split(":", 1)
-    spec = importlib.util.spec_from_file_location("cfg", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.get_config(*arg)
+from ddgjax.configuration import get_config  # noqa: E402
 
 
 def timed_run(cfg, epochs: int, per_chunk: int, progress: bool) -> dict:
@@ -75,7 +64,8 @@ def main():
     ap.add_argument("--progress", action="store_true",
                     help="train with the progress bar, as the CLI does (module docstring)")
     ap.add_argument("--option", action="append", default=[],
-                    help="config override KEY=VALUE (e.g. model.ppgn.fused=true), repeatable")
+                    help="config override KEY=VALUE (e.g. model.compute_dtype=bfloat16), "
+                         "repeatable")
     args = ap.parse_args()
     from bench_core import apply_options
     rows = []
@@ -83,8 +73,7 @@ def main():
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="epoch_times_cache_"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     for path in args.configs:
-        cfg = load(path)
-        apply_options(cfg, args.option)
+        cfg = apply_options(ml_collections.ConfigDict(get_config(path).to_dict()), args.option)
         if args.chunks < 1 or args.epochs % args.chunks:
             sys.exit(f"epoch_times.py: --epochs {args.epochs} must be a multiple of --chunks "
                      f"{args.chunks} (>= 1)")

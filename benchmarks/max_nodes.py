@@ -1,6 +1,9 @@
 """How large a graph PPGN can train on one GPU: memory per graph against N.
 
-    python benchmarks/max_nodes.py --out docs/results/max_nodes.json \
+    XLA_PYTHON_CLIENT_MEM_FRACTION=0.95 python benchmarks/max_nodes.py \
+        --nodes 128,187,256,320,384,448,512,576,640,768 --batch 32 \
+        --out max_nodes.json --plot max_nodes.png
+    python benchmarks/max_nodes.py --out max_nodes.json \
         [--nodes 64,128,187,256,320,384,448,512] [--batch 32] [--dtypes bfloat16,float32]
         [--remat both|on|off] [--run_steps 2] [--option model.ppgn.KEY=VALUE ...]
 

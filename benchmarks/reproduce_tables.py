@@ -1,7 +1,7 @@
 """Rerun the paper's Tables 1-2 end to end on one GPU: train, sample, evaluate, report.
 
-    DDGJAX_DATA=../shared/data python benchmarks/reproduce_tables.py --out runs/tables \
-        --parallel 6 [--only community_small_ppgn_simple,...] [--epochs-scale 1.0]
+    python benchmarks/reproduce_tables.py --out runs/tables --parallel 6 \
+        [--only community_small_ppgn_simple,...] [--phase train|sample|eval]
 
 Runs are named ``DATASET_MODEL_LOSS[_OPTION...]``, the ``configs/paper.py`` spec
 with ``_`` for ``,`` (``planar_60_ppgn_simple_t128`` trains

@@ -1,9 +1,9 @@
-"""One run vs R seeds in one program (issue 12): wall clock of a paper config.
+"""One run vs R seeds in one program: wall clock of a paper config.
 
-    python benchmarks/seeds_speed.py --out docs/results/seeds_speed.json
-    python benchmarks/seeds_speed.py --config ego_small_ppgn_simple --seeds 5 --epochs 2  # smoke
+    python benchmarks/seeds_speed.py --option model.compute_dtype=bfloat16 --out seeds.json
+    python benchmarks/seeds_speed.py --seeds 5 --epochs 2  # smoke test
 
-Trains CONFIG (default: the Ego-small paper config, ``ego_small_ppgn_simple``, for its
+Trains CONFIG (default: the Ego-small paper config, ``paper:ego_small,ppgn,simple``, for its
 full paper epochs) (a) as one run with ``training.train`` and (b) as R seeds
 (0 .. R-1) in one program with ``training.train_seeds``, each in a fresh temporary
 workdir, one after the other on the default device(s), with the config's own
@@ -16,14 +16,12 @@ Reported per phase (and written to --out as JSON):
   training, checkpoint saves; ``total_s``: the same from the train call on;
 * ``setup_s``: ``total_s`` less ``loop_s``: data, model and state set-up before the loop;
 * ``loop_s``: the training loop (``summary["seconds"]``); ``chunk_s``: the host blocked
-  in the jitted calls or on their results (since round 19 a boundary's host work runs
-  while the next call trains, and that time is not in ``chunk_s``); ``checkpoint_s``:
+  in the jitted calls or on their results (a boundary's host work runs while the next
+  call trains, and that time is not in ``chunk_s``); ``checkpoint_s``:
   blocked on checkpoint saves; ``first_call_s``: until the first jitted call's results
   (compile + its epochs);
 * ``ms_per_step``: steady state, the whole loop after the first call divided by its
-  steps (one step of (b) advances every seed); until round 18 it was the jitted calls
-  alone, which equalled the steps' device time while the boundaries stalled the device;
-  ``compile_s``: ``first_call_s`` less the steady time of its steps (an estimate);
+  steps (one step of (b) advances every seed); ``compile_s``: ``first_call_s`` less the steady time of its steps (an estimate);
 * ``ratio_total`` (``ratio_process``): (b)'s ``total_s`` (``process_s``) over (a)'s, i.e.
   what R seeds in one program cost in single runs.
 
@@ -31,12 +29,7 @@ With ``--epochs`` (a shorter run), checkpoints come every ``epochs // 2`` epochs
 the config's interval would leave fewer than two jitted calls, so that a steady-state
 call exists; ``--checkpoint_every N`` sets the interval. Seed 0 of (b) is checked
 against (a) (best training loss, to float tolerance). ``--option KEY=VALUE`` overrides
-the config (e.g. ``train.flat_update=false``), in both phases.
-
-``--profile``: each phase runs under ``jax.profiler`` and its record gains ``profile``:
-the device time and the number of kernels per training step over the whole phase
-(set-up, compile and saves included, so use it with a short ``--epochs``), and the 40
-kernels with the most device time, per step (``profile_ppgn.device_kernel_times``).
+the config (e.g. ``model.compute_dtype=bfloat16``), in both phases.
 """
 import argparse
 import json
@@ -72,24 +65,9 @@ def phase(summary: dict, total_s: float, num_epochs: int, ckpt_every: int) -> di
             "epochs": summary["epochs"], "devices": summary["devices"]}
 
 
-def kernel_profile(trace_dir: str, steps: int) -> dict:
-    """Device kernels of a traced phase, per training step (see ``--profile``)."""
-    from profile_ppgn import device_kernel_times
-    totals, lines = device_kernel_times(trace_dir)
-    rows = sorted(({"name": k, "us_per_step": 1e-3 * ns / steps, "count_per_step": n / steps}
-                   for k, (ns, n) in totals.items()), key=lambda r: -r["us_per_step"])
-    return {"steps": steps, "device_ms_per_step": sum(r["us_per_step"] for r in rows) / 1e3,
-            "kernels_per_step": sum(r["count_per_step"] for r in rows),
-            "lines": lines, "top_kernels": rows[:40]}
-
-
 def run_phase(args, cfg, epochs: int, ckpt_every: int, root: str) -> dict:
     """One phase in this process: ``single`` (a) or ``multi`` (b)."""
     jax.numpy.zeros(1).block_until_ready()  # start the backend outside the timings
-    trace = None
-    if args.profile:
-        trace = tempfile.mkdtemp(prefix="seeds-trace-")
-        jax.profiler.start_trace(trace)
     t0 = time.time()
     if args.phase == "single":
         cfg.train.seed = 0
@@ -102,17 +80,13 @@ def run_phase(args, cfg, epochs: int, ckpt_every: int, root: str) -> dict:
                                        list(range(args.seeds)), verbose=False, restart=True)
         out = phase(summary, time.time() - t0, epochs, ckpt_every)
         out["best_loss_by_seed"] = [r["best_loss"] for r in summary["runs"]]
-    if trace is not None:
-        jax.profiler.stop_trace()
-        out["profile"] = kernel_profile(trace, out["steps"])
-        shutil.rmtree(trace, ignore_errors=True)
     return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="ego_small_ppgn_simple",
-                    help="bundled config name or FILE[:ARG] (default: ego_small_ppgn_simple)")
+    ap.add_argument("--config", default="paper:ego_small,ppgn,simple",
+                    help="anything --config takes (default: paper:ego_small,ppgn,simple)")
     ap.add_argument("--seeds", type=int, default=5, help="R, the number of seeds of (b)")
     ap.add_argument("--epochs", type=int, default=0, help="train this many epochs (0: the "
                     "config's own, the paper's)")
@@ -122,9 +96,8 @@ def main():
     ap.add_argument("--skip_multi", action="store_true", help="only (a)")
     ap.add_argument("--keep", default="", help="keep the workdirs under this directory")
     ap.add_argument("--option", action="append", default=[],
-                    help="config override KEY=VALUE (e.g. train.flat_update=false), repeatable")
-    ap.add_argument("--profile", action="store_true",
-                    help="run each phase under jax.profiler (module docstring)")
+                    help="config override KEY=VALUE (e.g. model.compute_dtype=bfloat16), "
+                         "repeatable")
     ap.add_argument("--out", default="", help="write the results here (JSON)")
     ap.add_argument("--phase", choices=("single", "multi"), help=argparse.SUPPRESS)
     ap.add_argument("--phase_out", help=argparse.SUPPRESS)
@@ -164,7 +137,6 @@ def main():
                    out_json, "--config", args.config, "--seeds", str(args.seeds),
                    "--epochs", str(args.epochs), "--checkpoint_every", str(args.checkpoint_every),
                    "--keep", root] + [f"--option={o}" for o in args.option]
-            cmd += ["--profile"] if args.profile else []
             t0 = time.time()
             subprocess.run(cmd, check=True)
             with open(out_json) as f:

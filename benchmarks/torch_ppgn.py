@@ -1,9 +1,10 @@
 """A PyTorch peer of ddgjax's PPGN, bit-flip sampler (Algorithm 2) and L_simple train step.
 
-Benchmark-only code: ``benchmarks/bench_speed.py`` times it against ddgjax and
-``tests/test_torch_peer.py`` checks (on CPU, skipped without torch) that it computes
-the same function as ``ddgjax.models.ppgn.PPGN`` with copied parameters. ddgjax itself
-never imports torch.
+Benchmark-only code: ``benchmarks/bench_speed.py`` times it against ddgjax and, before
+timing, checks with ``compare_with_ddgjax`` that it computes the same function as
+ddgjax's PPGN with copied parameters (``check`` in its JSON; on a CPU:
+``python -c "from benchmarks import torch_ppgn; print(torch_ppgn.compare_with_ddgjax())"``
+from the repository root). ddgjax itself never imports torch.
 
 The network is ddgjax's (``ddgjax/models/ppgn.py``, module docstring):
 
@@ -52,7 +53,7 @@ def leaky(x):
 
 
 def noise_channels(noise_level: torch.Tensor, kind: str = "linear") -> torch.Tensor:
-    """``float32[B] -> float32[B, C]``: ddgjax.models.input_channels.noise_channels."""
+    """``float32[B] -> float32[B, C]``: the noise-level channels of ddgjax's PPGN."""
     if kind == "linear":
         return noise_level[:, None]
     if kind == "log":

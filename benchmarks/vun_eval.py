@@ -2,10 +2,12 @@
 as the test split, MMDs against it (raw and as ratios to the train/test floor) and
 V.U.N. (valid, unique, novel), mean and std over the seeds.
 
-    python benchmarks/vun_eval.py --workdir runs/planar64 --validity planar --seeds 5 \
-        --num_steps 64 --option algorithm=1 --option grid=power:3 --out OUT
+    python benchmarks/vun_eval.py --workdir runs/spectre_planar_64 --seeds 5 --out OUT
 
-Writes ``OUT/<name>_seed<k>.json`` (the generated graphs, JSON graph lists) and
+The checkpoint, the EMA choice and the sampler are the run's config (``config.sample``)
+unless overridden (``--checkpoint``, ``--ema``, ``--num_steps``, ``--option NAME=VALUE``
+for any sampler option, e.g. ``--option algorithm=1 --option renoise_mix=0.7``).
+Writes ``OUT/<name>_seed<k>.json.gz`` (the generated graphs, JSON graph lists) and
 ``OUT/<name>_vun.json`` (per-seed metrics, mean and std, the sampling settings).
 """
 from __future__ import annotations
@@ -23,11 +25,9 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
-from ddgjax.ensemble import ensemble_from_workdirs, parse_workdirs  # noqa: E402
-from ddgjax.guidance import guided_run, load_guide  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
-from ddgjax.sampling import (configured_num_steps, generate, generate_seeds,  # noqa: E402
-                             load_run)
+from ddgjax.sampling import (configured_checkpoint, configured_num_steps,  # noqa: E402
+                             generate, generate_seeds, load_run)
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "novel", "vun")
 
@@ -35,8 +35,10 @@ KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--checkpoint", default="latest", choices=["latest", "best", "best_val"])
-    ap.add_argument("--ema", action="store_true", help="sample with the EMA parameters")
+    ap.add_argument("--checkpoint", default=None, choices=["latest", "best", "best_val"],
+                    help="default: the run's config.sample.checkpoint")
+    ap.add_argument("--ema", default=None, choices=["true", "false"],
+                    help="sample with the EMA parameters (default: config.sample.use_ema)")
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
                     help="none: no validity rule (then V.U.N. is not computed)")
     ap.add_argument("--protocol", default="spectre",
@@ -59,18 +61,8 @@ def main() -> None:
     ap.add_argument("--no_graphs", action="store_true", help="write only the metrics")
     ap.add_argument("--compute_dtype", default=None, choices=["float32", "bfloat16"],
                     help="sample in this precision (default: as trained)")
-    ap.add_argument("--pallas", action="store_true", help="PPGN's Pallas kernels (bfloat16)")
-    ap.add_argument("--guide", default=None,
-                    help="autoguidance (ddgjax.guidance): the weaker run's workdir")
-    ap.add_argument("--guide_checkpoint", default="latest",
-                    choices=["latest", "best", "best_val"])
-    ap.add_argument("--guidance", type=float, default=None, help="with --guide: the weight")
-    ap.add_argument("--guidance_above", type=float, default=0.0,
-                    help="with --guide: guide only the steps at beta_bar >= this")
-    ap.add_argument("--ensemble", default=None,
-                    help="ensemble (ddgjax.ensemble): more workdirs, comma-separated, sampled "
-                         "with --workdir's (same --checkpoint and --ema)")
-    ap.add_argument("--ensemble_mean", default="probs", choices=["probs", "logits"])
+    ap.add_argument("--kernels", default=None, choices=["xla", "pallas"],
+                    help="the PPGN's kernels (default: as trained); pallas: Hopper GPUs")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.protocol == "none" and args.validity != "none":
@@ -78,31 +70,12 @@ def main() -> None:
                  "too, and score the files with benchmarks/check_samples.py")
     validity = None if args.validity == "none" else args.validity
 
-    if (args.guide is None) != (args.guidance is None):
-        ap.error("--guide and --guidance go together")
-    if args.guide is None and args.guidance_above:
-        ap.error("--guidance_above needs --guide and --guidance")
-    run = load_run(args.workdir, args.checkpoint, use_ema=args.ema,
-                   compute_dtype=args.compute_dtype, pallas=args.pallas or None)
-    guide = None
-    if args.guide is not None:
-        guide = {"guide": args.guide, "guide_checkpoint": args.guide_checkpoint,
-                 "guidance": args.guidance, "guidance_above": args.guidance_above}
-        guide_run = load_guide(args.guide, args.guide_checkpoint, use_ema=args.ema,
-                               compute_dtype=args.compute_dtype, pallas=args.pallas or None)
-        guide["guide_epoch"] = guide_run.meta.get("epoch")
-        run = guided_run(run, guide_run, args.guidance, guide_name=f"--guide {args.guide}",
-                         above=args.guidance_above)
-    members = parse_workdirs(args.ensemble)
-    if members:
-        if guide is not None:
-            ap.error("--ensemble and --guide: one or the other")
-        run, ensemble = ensemble_from_workdirs(
-            run, members, args.checkpoint, args.ensemble_mean, use_ema=args.ema,
-            compute_dtype=args.compute_dtype, pallas=args.pallas or None)
-    else:
-        ensemble = None
+    use_ema = None if args.ema is None else args.ema == "true"
+    run = load_run(args.workdir, args.checkpoint, use_ema=use_ema,
+                   compute_dtype=args.compute_dtype, kernels=args.kernels)
     cfg = run.config
+    checkpoint = configured_checkpoint(cfg, args.checkpoint)
+    ema = bool(cfg.sample.get("use_ema", False)) if use_ema is None else use_ema
     ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))
     num = args.num_samples or len(ds.test)
@@ -126,13 +99,12 @@ def main() -> None:
         ev.update(seed=seed, seconds_per_graph=res["seconds"] / num)
         per_seed.append(ev)
         if not args.no_graphs:
-            write_graph_list(os.path.join(args.out, f"{name}_seed{seed}.json"), res["graphs"],
-                             name=f"{name} seed {seed}", generated_by={
-                                 "workdir": args.workdir, "checkpoint": args.checkpoint,
-                                 "checkpoint_epoch": run.meta.get("epoch"), "ema": args.ema,
+            write_graph_list(os.path.join(args.out, f"{name}_seed{seed}.json.gz"),
+                             res["graphs"], name=f"{name} seed {seed}", generated_by={
+                                 "workdir": args.workdir, "checkpoint": checkpoint,
+                                 "checkpoint_epoch": run.meta.get("epoch"), "ema": ema,
                                  "seed": seed, "sampler": res["sampler"], "device": device,
-                                 "compute_dtype": str(cfg.model.compute_dtype),
-                                 **(guide or {}), **(ensemble or {})})
+                                 "compute_dtype": str(cfg.model.compute_dtype)})
         print(seed, json.dumps({k: ev.get(k) for k in KEYS}), flush=True)
     summary = {}
     for k in KEYS + tuple(f"{s}_ratio" for s in ("degree", "clustering", "orbit", "spectral",
@@ -140,12 +112,11 @@ def main() -> None:
         vals = [e[k] for e in per_seed if e.get(k) is not None]
         if vals:
             summary[k] = {"mean": float(np.mean(vals)), "std": float(np.std(vals))}
-    out = {"workdir": args.workdir, "checkpoint": args.checkpoint, "ema": args.ema,
+    out = {"workdir": args.workdir, "checkpoint": checkpoint, "ema": ema,
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
            "validity": args.validity, "num_samples": num, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
-           "sampler_options": options, "guidance": guide, "ensemble": ensemble,
-           "one_request": args.one_request,
+           "sampler_options": options, "one_request": args.one_request,
            "summary": summary,
            "per_seed": per_seed}
     with open(os.path.join(args.out, f"{name}_vun.json"), "w") as f:
