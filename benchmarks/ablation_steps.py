@@ -318,7 +318,7 @@ def main(argv=None):
     from ddgjax.training import seed_workdir, train_seeds
 
     cfg0 = make_config(methods[0], args)
-    ds = load_dataset(cfg0.data.source, seed=cfg0.data.seed)
+    ds = load_dataset(cfg0.data.source)
     reference = ds.test
     dev = jax.devices()[0]
     device = f"{dev.platform}:{getattr(dev, 'device_kind', '')}"

@@ -129,9 +129,7 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
     adj = np.concatenate([adj, adj[:1] * 0])
     mask = np.concatenate([mask, mask[:1] & False])
     mesh = make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(
-        model, tx, process, mesh, jax.random.key(1),
-        compiler_options=training.config_compiler_options(cfg))
+    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
     t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
     real = "" if nodes is None else f" ({nodes} real nodes)"

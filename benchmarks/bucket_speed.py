@@ -16,7 +16,7 @@ weight of the step's bucket) and measures:
   XLA's memory analysis of the compiled step (arguments + outputs + temporaries - aliased:
   what the step needs on the device, ``compiled_need_bytes``), and ms per step (median of
   ``--steps`` timed calls on one fixed batch, after a warm-up call);
-* per epoch: ``--epochs`` epochs of the real schedule (``input_pipeline.
+* per epoch: ``--epochs`` epochs of the real schedule (``buckets.
   bucket_epoch_batches``: every training graph once, buckets interleaved; plain: the
   same with one bucket holding every graph at max_nodes), all programs compiled
   beforehand; seconds per epoch (median) and the extrapolation to 5000 epochs;
@@ -42,7 +42,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench_core import apply_options  # noqa: E402
-from ddgjax import input_pipeline, training  # noqa: E402
+from ddgjax import buckets, input_pipeline, training  # noqa: E402
 from ddgjax.configuration import get_config  # noqa: E402
 from ddgjax.data import node_count_distribution  # noqa: E402
 from ddgjax.models import model_from_config  # noqa: E402
@@ -80,22 +80,22 @@ def measure(cfg, mode: str, args) -> dict:
     mesh = make_mesh(jax.devices()[:1])
     B = cfg.train.batch_size
     if mode == "buckets":
-        bounds = input_pipeline.bucket_bounds(args.buckets or cfg.data.buckets,
+        bounds = buckets.bucket_bounds(args.buckets or cfg.data.buckets,
                                               node_count_distribution(ds.train), max_nodes)
         if not bounds:
             raise SystemExit("--modes buckets: the config has no config.data.buckets; pass "
                              "--buckets")
-        plan = input_pipeline.plan_buckets(data.num_nodes, bounds, B, max_nodes)
+        plan = buckets.plan_buckets(data.num_nodes, bounds, B, max_nodes)
     else:  # plain padding: one bucket of every graph at max_nodes, batch B, weight 1
         n = len(ds.train)
         steps = input_pipeline.steps_per_epoch(n, B)
-        plan = input_pipeline.BucketPlan((max_nodes,), (np.arange(n, dtype=np.int32),), (B,),
+        plan = buckets.BucketPlan((max_nodes,), (np.arange(n, dtype=np.int32),), (B,),
                                          (steps,), (1.0,), (0.0,))
     tx = training.make_optimizer(cfg.train, plan.steps_per_epoch)
     state = replicate(training.init_state(model, tx, jax.random.key(0), max_nodes), mesh)
     chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
                                       cfg.train.ema_decay, weighted=True)
-    device_data = [replicate(d, mesh) for d in input_pipeline.bucket_data(data, plan)]
+    device_data = [replicate(d, mesh) for d in buckets.bucket_data(data, plan)]
     sharding = batch_sharded(mesh, 1)
     capacity = capacity_bytes()
     row = {"mode": mode, "compute_dtype": cfg.model.compute_dtype,
@@ -140,7 +140,7 @@ def measure(cfg, mode: str, args) -> dict:
         epoch_s = []
         st = state
         for e in range(args.epochs):
-            order, batches, weights = input_pipeline.bucket_epoch_batches(plan, 0, e)
+            order, batches, weights = buckets.bucket_epoch_batches(plan, 0, e)
             t0 = time.perf_counter()
             for b, idx, wt in zip(order, batches, weights):
                 d = device_data[b]

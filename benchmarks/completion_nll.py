@@ -49,7 +49,7 @@ from ddgjax.sampling import configured_num_steps, load_run  # noqa: E402
 
 def run_dataset(run):
     cfg = run.config
-    return load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
+    return load_dataset(cfg.data.source, allow_pickle=cfg.data.allow_pickle)
 
 
 def nll_row(name: str, workdir: str, args) -> dict:

@@ -76,7 +76,7 @@ def main() -> None:
     cfg = run.config
     checkpoint = configured_checkpoint(cfg, args.checkpoint)
     ema = bool(cfg.sample.get("use_ema", False)) if use_ema is None else use_ema
-    ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
+    ds = load_dataset(cfg.data.source, allow_pickle=cfg.data.allow_pickle)
     name = args.name or os.path.basename(args.workdir.rstrip("/"))
     num = args.num_samples or len(ds.test)
     options = parse_option_values(args.option, "--option")

@@ -28,22 +28,16 @@ ValueError with a one-line message listing the valid choices.
 The hyper-parameters and where they come from: docs/method.md, "Training setup".
 Datasets are the paper's exact graph lists, the copies bundled with the package
 (``ddgjax/data/bundled``, named e.g. ``planar_60``), so these configs work from
-any directory. With ``$DDGJAX_DATA`` set, ``$DDGJAX_DATA/NAME.json`` is read
-instead; ``--config.data.source`` points a single run elsewhere.
+any directory; ``--config.data.source`` points a run elsewhere.
 """
-import os
-
 from ddgjax.configs import default
 
-# Empty: the bundled copies; else a directory holding NAME.json files.
-DATA_DIR = os.environ.get("DDGJAX_DATA", "")
-
-# dataset -> (file, PPGN hidden, PPGN blocks, epochs)
+# dataset -> (PPGN hidden, PPGN blocks, epochs)
 DATASETS = {
-    "community_small": ("community_small.json", 32, 6, 5000),
-    "ego_small": ("ego_small.json", 32, 6, 5000),
-    "sbm_27": ("sbm_27.json", 32, 6, 5000),
-    "planar_60": ("planar_60.json", 128, 8, 2500),
+    "community_small": (32, 6, 5000),
+    "ego_small": (32, 6, 5000),
+    "sbm_27": (32, 6, 5000),
+    "planar_60": (128, 8, 2500),
 }
 MODELS = ("ppgn", "edp")
 LOSSES = ("simple", "vb", "score")
@@ -51,12 +45,6 @@ OPTIONS = ("t128", "ema_long")
 # The named variants exist for this experiment only.
 OPTIONS_FOR = ("planar_60", "ppgn", "simple")
 GRAMMAR = "DATASET,MODEL,LOSS[,OPTION...]"
-
-
-def data_source(fname: str) -> str:
-    """``config.data.source`` for dataset file ``fname`` (e.g. ``"planar_60.json"``): the
-    bundled dataset of that name, or ``$DDGJAX_DATA/fname`` when that variable is set."""
-    return os.path.join(DATA_DIR, fname) if DATA_DIR else fname[:-len(".json")]
 
 
 def _choices() -> str:
@@ -115,8 +103,8 @@ def paper_config(dataset: str, model: str, loss: str, options=()):
     features) and T = 256 on Planar-60.
     """
     config = default.get_config()
-    fname, hidden, blocks, epochs = DATASETS[dataset]
-    config.data.source = data_source(fname)
+    hidden, blocks, epochs = DATASETS[dataset]
+    config.data.source = dataset
     config.model.name = model
     config.model.ppgn.hidden = hidden
     config.model.ppgn.num_blocks = blocks
@@ -125,7 +113,6 @@ def paper_config(dataset: str, model: str, loss: str, options=()):
     config.train.num_epochs = epochs
     config.train.batch_size = 64
     config.train.checkpoint_every_epochs = 100
-    config.train.log_every_epochs = 50
     if loss == "score":
         # Gaussian baseline: cosine alpha_bar schedule, epsilon-prediction, ancestral
         # DDPM sampling over all 1000 levels by default (--num_steps K strides).

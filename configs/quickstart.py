@@ -1,4 +1,4 @@
-"""Quick start on a CPU: built-in Community-small, a small PPGN, a few minutes."""
+"""Quick start on a CPU: built-in Community-small, a small PPGN, about a minute."""
 from ddgjax.configs import default
 
 
@@ -9,7 +9,6 @@ def get_config():
     config.model.ppgn.num_blocks = 4
     config.train.num_epochs = 150
     config.train.checkpoint_every_epochs = 25
-    config.train.log_every_epochs = 5
     config.sample.num_samples = 64
     config.sample.batch_size = 64
     return config

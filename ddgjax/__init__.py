@@ -10,7 +10,7 @@ The Python API (the same steps as the ``ddgjax-train``, ``ddgjax-sample`` and
     cfg = ddgjax.get_config("ego_small_ppgn_simple")   # a bundled config (or a file path)
     cfg.train.num_epochs = 100
     ddgjax.train(cfg, "runs/ego")                      # resumes if runs/ego holds this run
-    model = ddgjax.load("runs/ego")                    # checkpoint="best" | "latest"
+    model = ddgjax.load("runs/ego")                    # the config's checkpoint (or "best", ...)
     graphs = model.sample(64, seed=0)                  # list of networkx.Graph
     done = model.complete(adjacency, known, num_samples=16)   # graph completion (known pairs kept)
     bits = model.nll(graphs)                           # bits per pair (negative ELBO) per graph
@@ -62,7 +62,7 @@ _map_source_configs()
 
 def get_config(name_or_path: str):
     """A config by bundled name (``"quickstart"``, ``"test"``, ``"ego_small_ppgn_simple"``,
-    ``"best_planar_60"``, ...) or ``FILE[:ARG]`` path, as a locked ``ConfigDict``
+    ``"spectre_planar_64"``, ...) or ``FILE[:ARG]`` path, as a locked ``ConfigDict``
     (fields can be changed, not added). See ``ddgjax.configuration.get_config``."""
     from ddgjax.configuration import get_config as _get_config
 
@@ -91,17 +91,19 @@ def train(config, workdir: str, *, restart: bool = False, verbose: bool = True,
     return _train(config, workdir, **options)
 
 
-def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
-         compute_dtype: str | None = None, pallas: bool | None = None,
+def load(workdir: str, checkpoint: str | None = None, use_ema: bool | None = None, *,
+         compute_dtype: str | None = None, kernels: str | None = None,
          pad_multiple: int | None = None):
     """A trained run as a ``TrainedModel`` with ``.sample(n, seed=0)``, ``.complete(adjacency,
-    known)`` and ``.nll(graphs)``; see ``ddgjax.trained``. ``compute_dtype="bfloat16",
-    pallas=True`` samples with the fast path (GPU; docs/benchmarks.md); ``pad_multiple=m``
-    has the PPGN pad its node axis to a multiple of m inside the call (the same function)."""
+    known)`` and ``.nll(graphs)``; see ``ddgjax.trained``. ``checkpoint`` None: the one the
+    run's config samples (``config.sample.checkpoint``). ``compute_dtype="bfloat16",
+    kernels="pallas"`` samples with the fast path (GPU; docs/performance.md);
+    ``pad_multiple=m`` has the PPGN pad its node axis to a multiple of m inside the call
+    (the same function)."""
     from ddgjax.trained import load as _load
 
     return _load(workdir, checkpoint, use_ema=use_ema, compute_dtype=compute_dtype,
-                 pallas=pallas, pad_multiple=pad_multiple)
+                 kernels=kernels, pad_multiple=pad_multiple)
 
 
 def load_dataset(name_or_path: str, **kwargs):

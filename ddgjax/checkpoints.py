@@ -19,14 +19,15 @@ dtype, and a JSON ``layout`` item records every leaf's key path, shape and dtype
 order, and each field's node count (which tells apart optimizer states with the same
 leaves, such as Adam's and AdamW's). Orbax's cost per save grows with the number of
 arrays (a few hundred leaves for a PPGN state), so this makes a save several times
-cheaper (docs/benchmarks.md, "Checkpoint layout"). Restoring checks the layout against
+cheaper (docs/performance.md). Restoring checks the layout against
 the model's tree leaf by leaf and names the first leaf that differs. Checkpoints
 written before the packed layout (no ``layout`` item) are still read.
 
 Training restores the whole state (``restore``); sampling restores only the
 parameters (``restore_params``), without building an optimizer. A checkpoint
 whose files cannot be read (truncated, corrupt) raises
-:class:`UnreadableCheckpointError` naming its directory; :func:`set_aside` moves
+:class:`UnreadableCheckpointError` naming its directory, once (the reads Orbax had in
+flight are let finish quietly: ``_echoes_dropped``); :func:`set_aside` moves
 it out of its manager so training can go on from another one. A save holds
 SIGINT/SIGTERM until it is complete (``ddgjax.interrupts.deferred``).
 
@@ -43,8 +44,13 @@ on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
+import logging
 import os
 import sys
+import time
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -67,10 +73,14 @@ class UnreadableCheckpointError(CheckpointError):
     """A checkpoint's files cannot be read; ``path`` is its directory."""
 
     def __init__(self, path: str, reason: BaseException):
-        first_line = (str(reason).strip().splitlines() or [type(reason).__name__])[0]
         super().__init__(f"{path}: unreadable checkpoint ({type(reason).__name__}: "
-                         f"{first_line[:200]})")
+                         f"{_first_line(reason)})")
         self.path = path
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of an error's text (at most 200 characters), or its type's name."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def checkpoint_dir(workdir: str, kind: str, step: int) -> str:
@@ -288,9 +298,8 @@ class CheckpointWriter:
         try:
             self.close()
         except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-            first_line = (str(e).strip().splitlines() or [""])[0][:200]
             print(f"warning: {self.workdir}: a checkpoint write failed ({type(e).__name__}: "
-                  f"{first_line}); that kind keeps its previous checkpoint", file=sys.stderr)
+                  f"{_first_line(e)}); that kind keeps its previous checkpoint", file=sys.stderr)
 
     def __enter__(self) -> "CheckpointWriter":
         return self
@@ -345,16 +354,22 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
                                   f"{sorted(saved)}, the model's {sorted(names)}")
         fields = _unpack(workdir, kind, step, out, dict(zip(names, children)), what)
         return jax.tree_util.tree_unflatten(treedef, [fields[n] for n in names]), dict(out["meta"])
-    try:
-        with _manager(workdir, kind, create=False) as mngr:
-            out = mngr.restore(step, args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
-    except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+    misfit = None
+    with _echoes_dropped():
+        try:
+            with _manager(workdir, kind, create=False) as mngr:
+                out = mngr.restore(step, args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
+        except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+            misfit = CheckpointError(f"{workdir}: the '{kind}' checkpoint does not fit this "
+                                     f"config ({type(e).__name__}: {_first_line(e)})")
+        if misfit is not None:  # (outside the except: _settle_failed_read says why)
+            _settle_failed_read()
+    if misfit is not None:
         # Unreadable files, or a tree that does not fit the target? Reading the
         # checkpoint without a target tells them apart.
         _read_raw(workdir, kind, step)
-        raise CheckpointError(f"{workdir}: the '{kind}' checkpoint does not fit this config "
-                              f"({type(e).__name__}: {str(e).splitlines()[0][:200]})") from e
+        raise misfit
     _check_fits(out["state"], abstract, f"{workdir}: the '{kind}' checkpoint")
     return out["state"], dict(out["meta"])
 
@@ -421,19 +436,79 @@ def _read_raw(workdir: str, kind: str, step: int) -> dict:
     items = dict(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore())
     if _is_packed(workdir, kind, step):
         items["layout"] = ocp.args.JsonRestore()
-    try:
-        with _manager(workdir, kind, create=False) as mngr:
-            out = mngr.restore(step, args=ocp.args.Composite(**items))
-        out = {name: out[name] for name in items}
-        if "layout" in out and not isinstance(out["layout"], Mapping):
-            raise ValueError("layout: expected a JSON object")
-    except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
-        raise UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e) from e
+    unreadable = None
+    with _echoes_dropped():
+        try:
+            with _manager(workdir, kind, create=False) as mngr:
+                out = mngr.restore(step, args=ocp.args.Composite(**items))
+            out = {name: out[name] for name in items}
+            if "layout" in out and not isinstance(out["layout"], Mapping):
+                raise ValueError("layout: expected a JSON object")
+        except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
+            unreadable = UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e)
+        if unreadable is not None:  # (outside the except: _settle_failed_read says why)
+            _settle_failed_read()
+    if unreadable is not None:
+        raise unreadable
     if "layout" in out and out["layout"].get("format") != LAYOUT_FORMAT:
         raise CheckpointError(f"{checkpoint_dir(workdir, kind, step)}: checkpoint layout "
                               f"{out['layout'].get('format')!r}, this ddgjax reads "
                               f"{LAYOUT_FORMAT!r} (written by another version of ddgjax?)")
     return out
+
+
+# The most a failed read waits for the array reads it left in flight (_settle_failed_read).
+SETTLE_SECONDS = 5.0
+# What asyncio logs of a read left in flight when it is collected.
+ASYNCIO_ECHOES = ("exception was never retrieved", "Task was destroyed but it is pending")
+
+
+@contextlib.contextmanager
+def _echoes_dropped():
+    """Around an Orbax read: the echoes of a failed one are dropped, nothing else.
+
+    Orbax reads a checkpoint's arrays concurrently (TensorStore operations, in threads of
+    their own) from an event loop that it closes as soon as one read fails. The reads
+    still in flight then finish onto the closed loop, which Python reports as an ignored
+    ``RuntimeError: Event loop is closed``, and asyncio logs each of them when it is
+    collected ("Task exception was never retrieved", "Task was destroyed but it is
+    pending"). The failure itself is reported once, as UnreadableCheckpointError; inside
+    this block those echoes are dropped (any other ignored exception or log record still
+    goes through), and :func:`_settle_failed_read` waits for the stragglers."""
+    previous_hook = sys.unraisablehook
+
+    def hook(unraisable):
+        exc = unraisable.exc_value
+        if not (isinstance(exc, RuntimeError) and "Event loop is closed" in str(exc)):
+            previous_hook(unraisable)
+
+    def keep(record) -> bool:
+        message = record.getMessage()
+        return not any(echo in message for echo in ASYNCIO_ECHOES)
+
+    log = logging.getLogger("asyncio")
+    sys.unraisablehook = hook
+    log.addFilter(keep)
+    try:
+        yield
+    finally:
+        log.removeFilter(keep)
+        sys.unraisablehook = previous_hook
+
+
+def _settle_failed_read() -> None:
+    """Inside :func:`_echoes_dropped`, after a failed read: wait (at most
+    ``SETTLE_SECONDS``) until no asyncio future of a closed event loop is left, i.e. the
+    reads left in flight have finished and been collected. Call it outside the
+    ``except`` block of the failure: the caught exception's traceback holds them."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        gc.collect()
+        stray = any(isinstance(x, asyncio.Future) and x.get_loop().is_closed()
+                    for x in gc.get_objects())
+        if not stray or time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
 
 
 def _is_packed(workdir: str, kind: str, step: int) -> bool:

@@ -1,6 +1,6 @@
 """Graph completion with a trained bit-flip model (host side): check the partly known
 adjacencies, pad them into fixed-shape batches, run the jitted completion sampler
-(``ddgjax.processes.inpainting``), convert to graphs.
+(``ddgjax.processes.bitflip.inpainting``), convert to graphs.
 
 A request is a list of ``(adjacency [n, n] 0/1, known [n, n] bool)`` pairs; completion
 ``s`` of input ``g`` uses the key ``fold_in(key(seed), g * num_samples + s)``, so results
@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
-from ddgjax.processes.inpainting import completer
+from ddgjax.processes.bitflip.inpainting import completer
 from ddgjax.sampling import Run, SamplingError, graph_keys
 
 
@@ -125,7 +125,7 @@ def compiled_completer(model, comp):
     key = (model, comp)
     if key not in _COMPILED:
         def run(params, keys, adj, known, node_mask):
-            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
+            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
             return comp(denoise, keys, adj, known, node_mask)
 
         _COMPILED[key] = jax.jit(run)

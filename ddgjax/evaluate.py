@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="score the reference graphs under the model in --workdir: negative "
                           "ELBO in bits per pair (an upper bound on the NLL)")
     nll.add_argument("--workdir", default=None, help="a workdir written by ddgjax-train")
-    nll.add_argument("--checkpoint", choices=("best", "latest", "best_val"), default="best")
+    nll.add_argument("--checkpoint", choices=("best", "latest", "best_val"), default=None,
+                     help="default: the run's config.sample.checkpoint")
     nll.add_argument("--ema", choices=("config", "true", "false"), default="config",
                      help="use EMA parameters (default: config.sample.use_ema)")
     nll.add_argument("--num_draws", type=int, default=8,
@@ -149,7 +150,7 @@ def run_nll(args, reference, train, train_source) -> dict:
               batch_size=args.batch_size, num_levels=args.num_levels or None, grid=args.grid,
               algorithm=args.algorithm)
     bpp, pairs = res["bits_per_pair"], res["num_pairs"]
-    out = {"workdir": args.workdir, "checkpoint": args.checkpoint,
+    out = {"workdir": args.workdir, "checkpoint": run.checkpoint,
            "checkpoint_epoch": run.meta.get("epoch"), "reference": args.reference,
            "num_graphs": len(reference),
            "bits_per_pair": res["mean_bits_per_pair"],

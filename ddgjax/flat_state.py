@@ -4,21 +4,19 @@ A train state has one array per parameter leaf in ``params``, in ``ema_params`` 
 parameter-shaped part of the optimizer state (Adam's ``mu`` and ``nu``): 275 arrays for the
 Ego-small PPGN 6x32. Updated leaf by leaf, the optimizer and the EMA are one small GPU
 kernel or more per leaf, and a small model's step is bound by those launches
-(docs/benchmarks.md, "Several seeds in one program"). :class:`FlatLayout` turns each of
-those trees into one vector for the steps of a chunk, so that Adam, the EMA, the gradient
-average over devices and the clipping norm run on one array each, and back into trees at
-the chunk's end. Outside a chunk (checkpoints, sampling, validation) nothing changes.
+(docs/performance.md). :class:`FlatLayout` turns each of those trees into one vector for
+the steps of a chunk, so that Adam, the EMA and the gradient sum over devices run on one
+array each, and back into trees at the chunk's end. Outside a chunk (checkpoints,
+sampling, validation) nothing changes.
 
 A step on the flat state uses the same formulas as the per-leaf step and agrees with it
 up to float rounding (XLA compiles the elementwise updates differently; a reduction over
-all parameters, such as the global norm of ``grad_clip`` or the gradient sum over
-devices, may sum in another order). That holds only for optimizers whose update is
-elementwise apart from global reductions: Adam and AdamW without a mask, with or without
-``clip_by_global_norm``, which is what ``training.make_optimizer`` builds. Transforms
+all parameters, such as the gradient sum over devices, may sum in another order). That
+holds only for optimizers whose update is elementwise apart from global reductions:
+Adam (what ``training.make_optimizer`` builds), SGD, or a global-norm clip. Transforms
 that work per leaf or read the tree's shapes (LAMB's per-leaf trust ratio, a weight-decay
 mask, ``clip_by_block_rms``, ``multi_transform``) would change their arithmetic or fail.
-The training loop therefore uses the flat state only with ``make_optimizer``'s
-optimizers (``make_train_chunk(..., flat=True)``).
+A state that cannot be laid flat (:meth:`FlatLayout.of` is None) trains leaf by leaf.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from ddgjax.graphs import pair_mask
 from ddgjax.processes.base import DenoiseFn
-from ddgjax.processes.bitflip import binary_nll, q_marginal_prob1, q_sample
+from ddgjax.processes.bitflip.transitions import binary_nll, q_marginal_prob1, q_sample
 
 LN2 = 0.6931471805599453
 

@@ -2,7 +2,7 @@
 upper bound on ``-log p_theta(A_0)``, in bits per pair and bits per graph.
 
 ``nll(run, graphs)`` pads the graphs into fixed-shape batches and runs the jitted
-Monte-Carlo estimator of ``ddgjax.processes.elbo`` (every level, ``num_draws`` draws of
+Monte-Carlo estimator of ``ddgjax.processes.bitflip.elbo`` (every level, ``num_draws`` draws of
 ``A_t ~ q(A_t | A_0)`` each), one compile per (model, grid, draws, batch shape). Units: a
 graph with ``n`` real nodes has ``n (n - 1) / 2`` pairs; bits per pair divides its bound by
 that. ``density_bits_per_pair`` is the Erdős–Rényi baseline with a given edge density, and
@@ -20,8 +20,8 @@ import networkx as nx
 import numpy as np
 
 from ddgjax.graphs import clean_graph, node_mask_from_counts
-from ddgjax.processes.bitflip import BitFlipProcess, sampling_grid
-from ddgjax.processes.elbo import ALGORITHMS, nelbo_draws, prior_term, summarize_draws
+from ddgjax.processes.bitflip import ALGORITHMS, BitFlipProcess, sampling_grid
+from ddgjax.processes.bitflip.elbo import nelbo_draws, prior_term, summarize_draws
 from ddgjax.sampling import Run, SamplingError, graph_keys
 
 LN2 = math.log(2.0)
@@ -66,7 +66,7 @@ def compiled_nelbo(model, process: BitFlipProcess, t_index: np.ndarray, beta_bar
         rho = process.prior_density
 
         def run(params, keys, adj0, node_mask):
-            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
+            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
             draws = nelbo_draws(denoise, keys, adj0, node_mask, t_index, beta_bar, num_draws,
                                 rho, algorithm)
             return draws, prior_term(adj0, node_mask, float(beta_bar[0]), rho)
@@ -91,7 +91,7 @@ def as_graph(item, index: int) -> nx.Graph:
 def nll(run: Run, graphs, *, num_draws: int = 8, seed: int = 0, batch_size: int = 64,
         num_levels: int | None = None, grid: str | None = None, algorithm: int = 1,
         progress=None) -> dict:
-    """The negative ELBO of each graph under ``run`` (``ddgjax.processes.elbo``).
+    """The negative ELBO of each graph under ``run`` (``ddgjax.processes.bitflip.elbo``).
 
     Args:
       graphs: ``networkx.Graph`` objects or square 0/1 adjacencies, each with

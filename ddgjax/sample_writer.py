@@ -24,9 +24,8 @@ from typing import Callable
 import networkx as nx
 import numpy as np
 
-from ddgjax.data import load_dataset, write_graph_list
+from ddgjax.data import benchmark_evaluation, load_dataset, write_graph_list
 from ddgjax.interrupts import deferred
-from ddgjax.models.pallas_launch import trace_settings_record
 from ddgjax.plotting import chain_rows, draw_graph_grid
 from ddgjax.reporting import write_json_atomic
 from ddgjax.sampling import Run, SamplingError, generate
@@ -69,40 +68,49 @@ def replace_dir(new_dir: str, target: str) -> None:
 
 def model_settings(run) -> dict:
     """How the model computed the samples (``sampling.sampling_config``'s settings, the
-    run's own unless overridden): ``compute_dtype`` and, for PPGN, ``pallas`` and
+    run's own unless overridden): ``compute_dtype`` and, for PPGN, ``kernels`` and
     ``pad_multiple``."""
     model = run.config.model
-    out = {"compute_dtype": model.get("compute_dtype", "float32")}
-    if model.get("name") == "ppgn":
-        ppgn = model.get("ppgn", {})
-        out.update(pallas=bool(ppgn.get("pallas", False)),
-                   pad_multiple=int(ppgn.get("pad_multiple", 1)))
+    out = {"compute_dtype": model.compute_dtype}
+    if model.name == "ppgn":
+        out.update(kernels=str(model.ppgn.get("kernels", "xla")),
+                   pad_multiple=int(model.ppgn.get("pad_multiple", 1)))
     return out
 
 
 def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, batch_size: int,
                      num_steps: int | None = None, sampler_options: dict | None = None,
-                     graphml: bool = False, chain_png: int = 0, protocol: str = "paper",
-                     record: dict | None = None,
+                     graphml: bool = False, chain_png: int = 0, protocol: str | None = None,
+                     validity: str | None = None, record: dict | None = None,
                      progress: Callable[[int, int], None] | None = None) -> dict:
     """Sample ``num_samples`` graphs of ``run`` into ``out_dir``; returns a summary dict.
 
-    ``record`` (e.g. the workdir and checkpoint) is stored with the samples.
+    ``record`` (e.g. the workdir) is stored with the samples, beside the checkpoint
+    and every sampler and model setting.
     The summary has the sampling settings and speed (``info``), the generated
     graphs (``graphs``), and the evaluation (``eval``, or None when skipped).
-    ``out_dir`` is replaced whole (see the module docstring).
+    ``out_dir`` is replaced whole (see the module docstring). ``protocol`` (``"none"``: no
+    ``eval.json``) and ``validity`` (``"planar"``, ``"sbm"``; ``"none"``: no V.U.N.) default
+    to the run's benchmark
+    (``ddgjax.data.benchmark_evaluation``: SPECTRE's protocol and V.U.N. for the SPECTRE
+    sets, the paper's protocol elsewhere).
     """
     sampler_options = sampler_options or {}
+    bench_protocol, bench_validity = benchmark_evaluation(run.config.data.source)
+    protocol = protocol or bench_protocol
+    validity = validity or bench_validity
+    validity = None if validity == "none" else validity
     out_dir = os.path.abspath(out_dir)
     check_output_dir(out_dir)
     res = generate(run, num_samples, seed=seed, batch_size=batch_size, num_steps=num_steps,
                    progress=progress, **sampler_options)
     graphs = res["graphs"]
-    info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
+    info = {**(record or {}), "checkpoint": run.checkpoint,
+            "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "algorithm": res["algorithm"], "num_steps": res["num_steps"],
             "num_samples": num_samples, "graphs_per_second": res["graphs_per_second"],
             "compile_seconds": res["compile_seconds"], "sampler": res["sampler"],
-            "model_settings": model_settings(run), "kernel_switches": trace_settings_record()}
+            "model_settings": model_settings(run)}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",
                                dir=os.path.dirname(final_dir))
@@ -112,7 +120,7 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     try:
         ev = _write_outputs(run, out_dir, graphs, info, res, seed=seed, num_steps=num_steps,
                             sampler_options=sampler_options, graphml=graphml,
-                            chain_png=chain_png, protocol=protocol)
+                            chain_png=chain_png, protocol=protocol, validity=validity)
         replace_dir(out_dir, final_dir)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)  # left only if something failed
@@ -121,7 +129,7 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
 
 def _write_outputs(run: Run, out_dir: str, graphs: list, info: dict, res: dict, *, seed: int,
                    num_steps, sampler_options: dict, graphml: bool, chain_png: int,
-                   protocol: str) -> dict | None:
+                   protocol: str, validity: str | None) -> dict | None:
     """Write the files of a sample directory into ``out_dir``; returns the evaluation or None."""
     write_graph_list(os.path.join(out_dir, "samples.json"), graphs, name="samples",
                      generated_by=info)
@@ -131,7 +139,7 @@ def _write_outputs(run: Run, out_dir: str, graphs: list, info: dict, res: dict, 
         for i, g in enumerate(graphs):
             nx.write_graphml(g, os.path.join(gdir, f"sample_{i:05d}.graphml"))
     cfg = run.config
-    ds = load_dataset(cfg.data.source, seed=cfg.data.seed, allow_pickle=cfg.data.allow_pickle)
+    ds = load_dataset(cfg.data.source, allow_pickle=cfg.data.get("allow_pickle", False))
     draw_graph_grid(os.path.join(out_dir, "grid.png"),
                     [("generated", graphs[:8]), ("training", ds.train[:8])])
     if chain_png > 0:
@@ -144,7 +152,8 @@ def _write_outputs(run: Run, out_dir: str, graphs: list, info: dict, res: dict, 
         from ddgjax.metrics import evaluate_generated
 
         t0 = time.time()
-        ev = evaluate_generated(graphs, ds.test, protocol=protocol, train=ds.train)
+        ev = evaluate_generated(graphs, ds.test, protocol=protocol, train=ds.train,
+                                validity=validity)
         ev["eval_seconds"] = time.time() - t0
         ev.update(info)
         write_json_atomic(os.path.join(out_dir, "eval.json"), ev)
@@ -170,11 +179,11 @@ def write_completion_dir(run: Run, out_dir: str, requests: list, *, num_samples:
                    resample_rounds=resample_rounds, where=where, progress=progress,
                    **(sampler_options or {}))
     graphs = [g for per_input in res["graphs"] for g in per_input]
-    info = {**(record or {}), "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
+    info = {**(record or {}), "checkpoint": run.checkpoint,
+            "checkpoint_epoch": run.meta.get("epoch"), "seed": seed,
             "task": "completion", "num_inputs": len(requests),
             "samples_per_input": num_samples, "sampler": res["sampler"],
             "seconds": res["seconds"], "model_settings": model_settings(run),
-            "kernel_switches": trace_settings_record(),
             "source_index": [g for g in range(len(requests)) for _ in range(num_samples)]}
     final_dir = out_dir
     out_dir = tempfile.mkdtemp(prefix=f".{os.path.basename(final_dir)}.new-",

@@ -32,14 +32,15 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ddgjax import checkpoints, input_pipeline
+from ddgjax import checkpoints
+from ddgjax.buckets import run_bucket_sizes, sampling_groups
 from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
 from ddgjax.models import abstract_params, model_from_config
-from ddgjax.models.pallas_launch import trace_settings
+from ddgjax.models.ppgn import KERNELS
 from ddgjax.parallel import AXIS, batch_sharded, make_mesh, put_global, replicate
+from ddgjax.configuration import CHECKPOINTS, pad_multiple_problem
 from ddgjax.processes import NoiseProcess, Sampler, process_from_config
-from ddgjax.configuration import pad_multiple_problem
 from ddgjax.workdir import WorkdirError, read_run_record
 
 
@@ -55,7 +56,8 @@ class Run(NamedTuple):
       process: its noise process; params: the parameters sampling uses (EMA or raw);
       max_nodes: N; node_counts: the training split's node-count distribution;
       meta: the checkpoint's meta (epoch, step, loss); train_digest: the digest of its
-      training graphs (``input_pipeline.graphs_digest``; None where unknown).
+      training graphs (``input_pipeline.graphs_digest``; None where unknown);
+      checkpoint: which checkpoint was loaded (``"best"``, ``"latest"`` or ``"best_val"``).
     """
 
     config: ml_collections.ConfigDict
@@ -66,19 +68,23 @@ class Run(NamedTuple):
     node_counts: NodeCountDistribution
     meta: dict
     train_digest: str | None = None
+    checkpoint: str | None = None
 
 
 def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None = None,
-                    pallas: bool | None = None,
+                    kernels: str | None = None,
                     pad_multiple: int | None = None) -> ml_collections.ConfigDict:
     """``config`` with the model's arithmetic changed for sampling (the parameters stay
-    as trained): ``compute_dtype`` "float32"/"bfloat16" and, for PPGN, ``pallas`` (its
-    Pallas kernels, used in bfloat16) and ``pad_multiple`` (the node count the PPGN pads
-    its inputs to inside the call, ``config.model.ppgn.pad_multiple``: the same function,
-    faster where the kernels tile the padded count better, e.g. SPECTRE SBM's 187 nodes on
-    192). None keeps the run's setting."""
-    if compute_dtype is None and pallas is None and pad_multiple is None:
+    as trained): ``compute_dtype`` "float32"/"bfloat16" and, for PPGN, ``kernels``
+    (``config.model.ppgn.kernels``: "xla", or "pallas" for its Pallas kernels, used in
+    bfloat16 on a GPU) and ``pad_multiple`` (the node count the PPGN pads its inputs to
+    inside the call, ``config.model.ppgn.pad_multiple``: the same function, faster where
+    the kernels tile the padded count better, e.g. SPECTRE SBM's 187 nodes on 192). None
+    keeps the run's setting. SamplingError naming the argument for a value it cannot use."""
+    if compute_dtype is None and kernels is None and pad_multiple is None:
         return config
+    if kernels is not None and kernels not in KERNELS:
+        raise SamplingError(f"kernels: expected one of {KERNELS}, got {kernels!r}")
     if pad_multiple is not None:
         problem = pad_multiple_problem(pad_multiple, config.model.name)
         if problem:
@@ -86,28 +92,44 @@ def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None
     config = ml_collections.ConfigDict(config.to_dict())
     if compute_dtype is not None:
         config.model.compute_dtype = compute_dtype
-    if pallas is not None:
-        if pallas and config.model.name != "ppgn":
-            raise SamplingError(f"pallas kernels exist for the PPGN only; this run's model is "
-                                f"{config.model.name!r}")
+    if kernels is not None:
+        if kernels == "pallas" and config.model.name != "ppgn":
+            raise SamplingError(f"kernels: the Pallas kernels exist for the PPGN only; this "
+                                f"run's model is {config.model.name!r}")
         if config.model.name == "ppgn":
-            config.model.ppgn.pallas = bool(pallas)
+            config.model.ppgn.kernels = kernels
     if pad_multiple is not None and config.model.name == "ppgn":
         config.model.ppgn.pad_multiple = int(pad_multiple)
     return config
 
 
-def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None,
-             compute_dtype: str | None = None, pallas: bool | None = None,
+def configured_checkpoint(config, checkpoint: str | None = None) -> str:
+    """The checkpoint a command loads: ``checkpoint`` when given, else the run's
+    ``config.sample.checkpoint`` (a run recorded without it: ``"best"``). SamplingError
+    naming the field for a name that is not one of ``CHECKPOINTS``."""
+    if checkpoint is not None:
+        field, name = "checkpoint", checkpoint
+    else:
+        field, name = "config.sample.checkpoint", config.sample.get("checkpoint", "best")
+    if name not in CHECKPOINTS:
+        raise SamplingError(f"{field}: expected one of {CHECKPOINTS}, got {name!r}")
+    return name
+
+
+def load_run(workdir: str, checkpoint: str | None = None, use_ema: bool | None = None,
+             compute_dtype: str | None = None, kernels: str | None = None,
              pad_multiple: int | None = None) -> Run:
-    """Load config, dataset record and the parameters of the ``best`` (or ``latest``)
-    checkpoint of a run. ``use_ema=None`` follows ``config.sample.use_ema``;
-    ``compute_dtype``, ``pallas`` and ``pad_multiple`` change how the model computes
-    (``sampling_config``), e.g. ``compute_dtype="bfloat16", pallas=True`` for the fastest
-    sampler."""
+    """Load config, dataset record and the parameters of a checkpoint of a run:
+    ``checkpoint`` ``"best"`` (lowest training loss), ``"latest"`` or ``"best_val"`` (best
+    samples on held-out graphs); None: the run's ``config.sample.checkpoint``
+    (``configured_checkpoint``). ``use_ema=None`` follows ``config.sample.use_ema``;
+    ``compute_dtype``, ``kernels`` and ``pad_multiple`` change how the model computes
+    (``sampling_config``), e.g. ``compute_dtype="bfloat16", kernels="pallas"`` for the
+    fastest sampler on a GPU."""
     try:
         config, ds_info = read_run_record(workdir)
-        config = sampling_config(config, compute_dtype, pallas, pad_multiple)
+        checkpoint = configured_checkpoint(config, checkpoint)
+        config = sampling_config(config, compute_dtype, kernels, pad_multiple)
         model = model_from_config(config)
         process = process_from_config(config)
         params, ema_params, meta = checkpoints.restore_params(
@@ -122,7 +144,7 @@ def load_run(workdir: str, checkpoint: str = "best", use_ema: bool | None = None
         use_ema = bool(config.sample.get("use_ema", False))
     return Run(config, model, process, ema_params if use_ema else params,
                int(ds_info["max_nodes"]), NodeCountDistribution.from_dict(ds_info["node_counts"]),
-               meta, ds_info.get("train_digest"))
+               meta, ds_info.get("train_digest"), checkpoint)
 
 
 _COMPILED: dict = {}
@@ -131,10 +153,10 @@ _COMPILED: dict = {}
 def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     """Jitted ``(params, keys [B], node_mask [B, N]) -> sampler(model.apply(params), ...)``.
 
-    One compiled function per (model, sampler, mesh, Pallas kernel settings), so repeated
-    ``generate`` calls (several seeds, several checkpoints of one model) compile once per
-    batch shape, and a changed ``DDGJAX_PALLAS_BACKEND``, ``DDGJAX_MGPU_READOUT`` or
-    ``DDGJAX_FOLD_EMBED`` compiles anew.
+    One compiled function per (model, sampler, mesh), so repeated ``generate`` calls
+    (several seeds, several checkpoints of one model) compile once per batch shape. The
+    model (a frozen Flax module) holds every setting that changes its program, its kernel
+    settings included, so a model that computes otherwise compiles anew.
 
     With a ``mesh`` of several devices the sampler runs on each device's slice of the batch
     (``jax.shard_map`` over ``AXIS``; keys and masks split over it, parameters replicated).
@@ -145,10 +167,10 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     kernels in jax-ml/jax-triton#163; not measured in ddgjax).
     """
     several = mesh is not None and mesh.devices.size > 1
-    key = (model, sampler, mesh if several else None, trace_settings())
+    key = (model, sampler, mesh if several else None)
     if key not in _COMPILED:
         def run(params, keys, node_mask):
-            denoise = lambda a, m, t, s, *est: model.apply(params, a, m, t, s, *est)
+            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
             return sampler(denoise, keys, node_mask)
 
         if several:
@@ -176,8 +198,7 @@ def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
     0 when it was compiled before). Lets ``generate`` time compiling and sampling apart
     in one sampling pass."""
     leaves, tree = jax.tree_util.tree_flatten((params, keys, node_mask))
-    sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves),
-           trace_settings())
+    sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves))
     if sig in _EXECUTABLES:
         return _EXECUTABLES[sig], 0.0
     t0 = time.time()
@@ -210,33 +231,8 @@ def graph_keys_at(seed: int, indices) -> jax.Array:
 
 def sampling_buckets(run: Run) -> tuple[int, ...]:
     """The bucket sizes a run samples with: those it trained with
-    (``config.data.buckets``, found again from its recorded node-count distribution by
-    ``input_pipeline.bucket_bounds``), or ``()`` for a run without buckets."""
-    data = run.config.get("data") or {}
-    return input_pipeline.bucket_bounds(data.get("buckets", ""), run.node_counts,
-                                        run.max_nodes)
-
-
-def _groups(node_counts: np.ndarray, max_nodes: int, bounds, batch_size: int, n_dev: int):
-    """``[(N, request indices, batch size)]``: one group at ``max_nodes`` without buckets,
-    else one per bucket holding requested graphs, each with batch
-    ``input_pipeline.bucket_batch_cap(batch_size, max_nodes, N)`` (as many padded pairs
-    as ``batch_size`` graphs at ``max_nodes``), at most the group's size rounded up to a
-    power of two (rounded to devices). The power of two lets calls that draw other node
-    counts (another seed) reuse a bucket's compiled shapes: at most ``log2(cap) + 1`` per
-    bucket, instead of one per group size (the samples do not depend on the batch in
-    float32; in bfloat16 a batch shape can move a few draws by rounding: module docstring)."""
-    fit = lambda b, m: max(n_dev, int(math.ceil(min(b, m) / n_dev) * n_dev))
-    if not bounds:
-        return [(max_nodes, np.arange(len(node_counts)), fit(batch_size, len(node_counts)))]
-    which = input_pipeline.assign_buckets(node_counts, bounds)
-    out = []
-    for b, size in enumerate(bounds):
-        idx = np.flatnonzero(which == b)
-        if idx.size:
-            cap = input_pipeline.bucket_batch_cap(batch_size, max_nodes, size)
-            out.append((int(size), idx, fit(cap, 1 << int(idx.size - 1).bit_length())))
-    return out
+    (``buckets.run_bucket_sizes``), or ``()`` for a run without buckets."""
+    return run_bucket_sizes(run.config, run.node_counts, run.max_nodes)
 
 
 def checked_node_counts(node_counts, num_samples: int, max_nodes: int) -> np.ndarray:
@@ -395,7 +391,7 @@ def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at
     if buckets and not bounds:
         raise SamplingError("buckets=True: this run was trained without size buckets "
                             "(config.data.buckets)")
-    groups = _groups(node_counts, run.max_nodes, bounds, batch_size, n_dev)
+    groups = sampling_groups(node_counts, run.max_nodes, bounds, batch_size, n_dev)
     sharding = batch_sharded(mesh)
     params = replicate(run.params, mesh)
     n_max = run.max_nodes

@@ -7,23 +7,25 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ddgjax.sampling import Run, SamplingError, configured_num_steps, generate, load_run
+from ddgjax.sampling import Run, configured_num_steps, generate, load_run
 
 
 class TrainedModel:
     """A run loaded from its workdir: config, denoiser, noise process and parameters.
 
     Attributes:
-      workdir: where it was loaded from; checkpoint: ``"best"`` or ``"latest"``;
-      config: the run's ConfigDict; meta: the checkpoint's meta (epoch, step, loss);
-      max_nodes: the largest graph it can make; run: the underlying
+      workdir: where it was loaded from; checkpoint: ``"best"``, ``"latest"`` or
+      ``"best_val"``; config: the run's ConfigDict; meta: the checkpoint's meta (epoch,
+      step, loss); max_nodes: the largest graph it can make; run: the underlying
       :class:`ddgjax.sampling.Run`.
     """
 
-    def __init__(self, run: Run, workdir: str, checkpoint: str, guide=None, ensemble=None):
-        self.run, self.workdir, self.checkpoint = run, workdir, checkpoint
-        self.guide = guide  # (TrainedModel, weight, above) of guided_by, else None
-        self.ensemble = ensemble  # (other TrainedModels, mean) of ensembled_with, else None
+    def __init__(self, run: Run, workdir: str):
+        self.run, self.workdir = run, workdir
+
+    @property
+    def checkpoint(self) -> str:
+        return self.run.checkpoint
 
     @property
     def config(self):
@@ -38,59 +40,8 @@ class TrainedModel:
         return self.run.max_nodes
 
     def __repr__(self) -> str:
-        guided = ("" if self.guide is None else
-                  f", guided_by={self.guide[0].workdir!r}, weight={self.guide[1]}, "
-                  f"above={self.guide[2]}")
-        if self.ensemble is not None:
-            guided += (f", ensembled_with={[m.workdir for m in self.ensemble[0]]!r}, "
-                       f"mean={self.ensemble[1]!r}")
         return (f"TrainedModel({self.workdir!r}, checkpoint={self.checkpoint!r}, "
-                f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')}{guided})")
-
-    def guided_by(self, weak: "TrainedModel", weight: float, above: float = 0.0
-                  ) -> "TrainedModel":
-        """This model sampled with autoguidance by ``weak`` (``ddgjax.guidance``): each
-        step uses ``good + weight (good - weak)`` for the denoiser's output, in the steps
-        at noise levels ``>= above`` (bit flips; 0: all). A weight in [-1, 0) blends the
-        two (-0.5: their mean). ``weak`` must be a run of the same noise process, data and
-        ``max_nodes`` (else ``SamplingError`` naming the field). The result samples only:
-        its ``complete`` and ``elbo`` raise ``SamplingError``."""
-        from ddgjax.guidance import guided_run
-
-        if not isinstance(weak, TrainedModel):
-            raise SamplingError(f"guided_by: expected the weak model as a TrainedModel "
-                                f"(ddgjax.load(workdir)), got {type(weak).__name__}")
-        run = guided_run(self.run, weak.run, weight, guide_name=f"guide {weak.workdir}",
-                         above=above)
-        return TrainedModel(run, self.workdir, self.checkpoint,
-                            guide=(weak, float(weight), float(above)))
-
-    def ensembled_with(self, *others: "TrainedModel", mean: str = "probs") -> "TrainedModel":
-        """This model and ``others`` sampled as an ensemble (``ddgjax.ensemble``): each
-        step uses the mean of all members' probabilities (``mean="probs"``) or logits
-        (``"logits"``), one forward pass per member. The others must be runs of the same
-        bit-flip process, data and ``max_nodes`` (else ``SamplingError`` naming the field).
-        The result samples only: its ``complete`` and ``elbo`` raise ``SamplingError``."""
-        from ddgjax.ensemble import ensemble_run
-
-        for o in others:
-            if not isinstance(o, TrainedModel):
-                raise SamplingError(f"ensembled_with: expected TrainedModels "
-                                    f"(ddgjax.load(workdir)), got {type(o).__name__}")
-        if self.guide is not None or any(o.guide is not None for o in others):
-            raise SamplingError("ensembled_with: a model from guided_by() cannot join an "
-                                "ensemble; ensemble the unguided models")
-        run = ensemble_run(self.run, [o.run for o in others], mean,
-                           names=[f"ensemble member {o.workdir}" for o in others])
-        return TrainedModel(run, self.workdir, self.checkpoint, ensemble=(others, mean))
-
-    def _refuse_guided(self, what: str) -> None:
-        if self.guide is not None:
-            raise SamplingError(f"{what}: a model from guided_by() samples only; call it on "
-                                f"the unguided model ({self.workdir})")
-        if self.ensemble is not None:
-            raise SamplingError(f"{what}: a model from ensembled_with() samples only; call it "
-                                f"on one member ({self.workdir})")
+                f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')})")
 
     def sample(self, n: int, seed: int = 0, *, num_nodes=None, num_steps: int | None = None,
                batch_size: int | None = None, **sampler_options) -> list[nx.Graph]:
@@ -99,8 +50,9 @@ class TrainedModel:
         Node counts are drawn from the training split (seeded by ``seed``) unless
         ``num_nodes`` (``int[n]``, or one int for all) is given. ``num_steps``
         (default: the config's, else all levels), ``batch_size`` (default:
-        ``config.sample.batch_size``) and sampler options such as
-        ``algorithm=1`` work as in ``ddgjax-sample``. Graph ``i`` depends only on
+        ``config.sample.batch_size``) and sampler options (bit flips: ``algorithm``,
+        ``grid``, ``renoise_mix``, ``logit_scale``; default: the run's ``config.sample``)
+        work as in ``ddgjax-sample``. Graph ``i`` depends only on
         ``seed`` and ``i``, not on ``n`` or the batch size.
         """
         cfg = self.config.sample
@@ -121,7 +73,7 @@ class TrainedModel:
 
         ``adjacency`` is an ``[n, n]`` 0/1 array, ``known`` an ``[n, n]`` boolean mask,
         symmetric (the diagonal is ignored). The unknown pairs are sampled from the model
-        while the known ones stay exactly as given (``ddgjax.processes.inpainting``).
+        while the known ones stay exactly as given (``ddgjax.processes.bitflip.inpainting``).
         ``resample_jump``/``resample_rounds`` turn on RePaint resampling (walk each block
         of ``resample_jump`` levels ``resample_rounds + 1`` times). ``num_steps``,
         ``batch_size`` and sampler options work as in :meth:`sample`. Completion ``i``
@@ -131,7 +83,6 @@ class TrainedModel:
         """
         from ddgjax.completion import complete
 
-        self._refuse_guided("complete")
         cfg = self.config.sample
         res = complete(self.run, [(adjacency, known)], num_samples, seed=seed,
                        batch_size=batch_size or cfg.batch_size,
@@ -147,7 +98,6 @@ class TrainedModel:
         (``ddgjax.likelihood.nll``; ``num_samples`` is the number of draws per level)."""
         from ddgjax.likelihood import nll
 
-        self._refuse_guided("elbo")
         return nll(self.run, graphs, num_draws=num_samples, seed=seed, batch_size=batch_size,
                    num_levels=num_levels, grid=grid, algorithm=algorithm)
 
@@ -163,21 +113,21 @@ class TrainedModel:
         return self.elbo(graphs, num_samples, seed, **options)["bits_per_pair"]
 
 
-def load(workdir: str, checkpoint: str = "best", use_ema: bool | None = None, *,
-         compute_dtype: str | None = None, pallas: bool | None = None,
+def load(workdir: str, checkpoint: str | None = None, use_ema: bool | None = None, *,
+         compute_dtype: str | None = None, kernels: str | None = None,
          pad_multiple: int | None = None) -> TrainedModel:
-    """Load the ``best`` (lowest training loss) or ``latest`` checkpoint of a run.
+    """Load a checkpoint of a run: ``"best"`` (lowest training loss), ``"latest"`` or
+    ``"best_val"`` (best samples on held-out graphs); None: the run's
+    ``config.sample.checkpoint``, the one its recipe samples.
 
     ``use_ema=None`` follows ``config.sample.use_ema``. ``compute_dtype="bfloat16",
-    pallas=True`` samples with the fast path (bfloat16 and, for PPGN, its Pallas
-    kernels; docs/benchmarks.md); ``pad_multiple=m`` has the PPGN pad its node axis to
-    a multiple of m inside the call (the same function; faster where the kernels tile
-    that width better, ``config.model.ppgn.pad_multiple``); None keeps the run's own
-    setting. Raises
-    ``ddgjax.sampling.SamplingError`` (one line naming the workdir or checkpoint,
-    and which checkpoints exist) when it cannot.
+    kernels="pallas"`` samples with the fast path (bfloat16 and, for PPGN, its Pallas
+    kernels on a GPU; docs/performance.md); ``pad_multiple=m`` has the PPGN pad its node
+    axis to a multiple of m inside the call (the same function; faster where the kernels
+    tile that width better, ``config.model.ppgn.pad_multiple``); None keeps the run's own
+    setting. Raises ``ddgjax.sampling.SamplingError`` (one line naming the workdir or
+    checkpoint, and which checkpoints exist) when it cannot.
     """
     return TrainedModel(load_run(workdir, checkpoint, use_ema=use_ema,
-                                 compute_dtype=compute_dtype, pallas=pallas,
-                                 pad_multiple=pad_multiple),
-                        workdir, checkpoint)
+                                 compute_dtype=compute_dtype, kernels=kernels,
+                                 pad_multiple=pad_multiple), workdir)

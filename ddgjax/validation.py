@@ -2,10 +2,10 @@
 
 During training (``config.validation.every_epochs > 0``) the training loop validates
 at checkpoint boundaries: it samples ``config.validation.num_samples`` graphs with the
-run's sampler settings (``config.sample``; ``config.validation.num_steps`` overrides the
-step count), always from the same seed, and scores them with our MMDs (paper protocol:
-degree, clustering, orbit and their average) against the reference graphs, plus the
-fraction of valid graphs where the dataset has a validity rule
+run's sampler settings (``config.sample``, its ``num_steps`` included: what
+``ddgjax-sample`` draws), always from the same seed, and scores them with our MMDs
+(paper protocol: degree, clustering, orbit and their average) against the reference
+graphs, plus the fraction of valid graphs where the dataset has a validity rule
 (``config.validation.validity``: ``"planar"``, ``"sbm"`` or ``""``). The checkpoint
 with the best ``selection_key`` is kept as ``checkpoints/best_val``.
 
@@ -21,7 +21,7 @@ place; only its record comes later.
 
 The reference (``validation_reference``) is the dataset's validation split where its
 file has one, otherwise a fixed slice of the training split (its first
-``config.validation.num_reference`` graphs); every score records which.
+``config.validation.num_samples`` graphs); every score records which.
 """
 from __future__ import annotations
 
@@ -43,12 +43,12 @@ from ddgjax.sampling import Run, configured_num_steps, generate
 METRICS = ("mmd", "valid")
 
 
-def validation_reference(ds, num_reference: int) -> tuple[list[nx.Graph], str]:
+def validation_reference(ds, num_graphs: int) -> tuple[list[nx.Graph], str]:
     """``(graphs, name)``: the validation split (``"val"``) if the dataset has one, else the
-    first ``num_reference`` training graphs (``"train[:K]"``)."""
+    first ``num_graphs`` training graphs (``"train[:K]"``)."""
     if ds.val:
         return list(ds.val), "val"
-    k = min(int(num_reference), len(ds.train))
+    k = min(int(num_graphs), len(ds.train))
     return list(ds.train[:k]), f"train[:{k}]"
 
 
@@ -79,24 +79,15 @@ def selection_key(scores: dict, metric: str) -> tuple[float, ...]:
 
 def validation_samples(run, val_cfg, seed: int = 0) -> dict:
     """Sample ``val_cfg.num_samples`` graphs from ``run`` (a ``ddgjax.sampling.Run``; its
-    process carries the ``config.sample`` sampler settings): ``{"graphs",
-    "sample_seconds", "num_steps"}``. Sampling uses this process's devices only, so every
-    process of a multi-host run draws the same graphs."""
+    process carries the ``config.sample`` sampler settings) in ``config.sample.num_steps``
+    steps: ``{"graphs", "sample_seconds", "num_steps"}``. Sampling uses this process's
+    devices only, so every process of a multi-host run draws the same graphs."""
     res = generate(run, int(val_cfg.num_samples), seed=seed,
                    batch_size=int(val_cfg.num_samples),
-                   num_steps=validation_num_steps(run.config), devices=jax.local_devices())
+                   num_steps=configured_num_steps(run.config), devices=jax.local_devices())
     return {"graphs": res["graphs"],
             "sample_seconds": float(res["compile_seconds"] + res["seconds"]),
             "num_steps": int(res["num_steps"])}
-
-
-def validation_scores(run, reference: Sequence[nx.Graph], val_cfg, seed: int = 0) -> dict:
-    """``validation_samples`` scored in place (``score_graphs``), with their
-    ``sample_seconds`` and ``num_steps``."""
-    samples = validation_samples(run, val_cfg, seed)
-    scores = score_graphs(samples["graphs"], reference, val_cfg.get("validity", ""))
-    return {**scores, "sample_seconds": samples["sample_seconds"],
-            "num_steps": samples["num_steps"]}
 
 
 _SCORING: concurrent.futures.ThreadPoolExecutor | None = None
@@ -135,17 +126,10 @@ class PendingValidation:
         return self.future.done()
 
 
-def validation_num_steps(config) -> int | None:
-    """The sampling steps of validation: ``config.validation.num_steps``, else
-    ``config.sample.num_steps`` (what ``ddgjax-sample`` uses), else None (the process's
-    default: all trained levels)."""
-    return configured_num_steps(config, config.validation.get("num_steps", 0))
-
-
 def check_validation_config(config) -> None:
     """ValueError naming the field for validation settings no run could use."""
-    v = config.get("validation")
-    if v is None or int(v.every_epochs) == 0:
+    v = config.validation
+    if int(v.every_epochs) == 0:
         return
     every, ckpt = int(v.every_epochs), int(config.train.checkpoint_every_epochs)
     if every < 0 or every % ckpt:
@@ -153,8 +137,6 @@ def check_validation_config(config) -> None:
                          f"multiple of config.train.checkpoint_every_epochs ({ckpt}), got {every}")
     if int(v.num_samples) < 1:
         raise ValueError("config.validation.num_samples: expected a positive integer")
-    if int(v.num_reference) < 1:
-        raise ValueError("config.validation.num_reference: expected a positive integer")
     if v.validity not in ("", "planar", "sbm"):
         raise ValueError(f"config.validation.validity: expected '', 'planar' or 'sbm', got "
                          f"{v.validity!r}")
@@ -182,7 +164,7 @@ class Validator:
         self.node_counts, self.workdir = node_counts, workdir
         self.every = int(config.validation.every_epochs)
         self.metric = config.validation.metric
-        self.use_ema = bool(config.sample.get("use_ema", False)) and config.train.ema_decay > 0
+        self.use_ema = bool(config.sample.use_ema) and config.train.ema_decay > 0
         self.best = None
         step = checkpoints.latest_step(workdir, "best_val")
         if step is not None:
@@ -214,16 +196,15 @@ class Validator:
     @classmethod
     def from_config(cls, config, ds, model, process, max_nodes, workdir):
         """None unless ``config.validation.every_epochs > 0``."""
-        v = config.get("validation")
-        if v is None or int(v.every_epochs) == 0:
+        v = config.validation
+        if int(v.every_epochs) == 0:
             return None
         try:  # the sampler validation will build, checked before any epoch is trained
-            process.sampler(validation_num_steps(config))
+            process.sampler(configured_num_steps(config))
         except ValueError as e:
-            raise ValueError(f"config.validation (it samples with config.validation.num_steps, "
-                             f"else config.sample.num_steps, and the config.sample levers): "
-                             f"{e}") from e
-        reference, name = validation_reference(ds, int(v.num_reference))
+            raise ValueError(f"config.validation (it samples with the config.sample settings, "
+                             f"num_steps included): {e}") from e
+        reference, name = validation_reference(ds, int(v.num_samples))
         return cls(config, reference, name, model, process, max_nodes,
                    node_count_distribution(ds.train), workdir)
 
@@ -236,7 +217,7 @@ class Validator:
         samples = validation_samples(run, self.config.validation,
                                      seed=int(self.config.train.seed))
         future = _scoring_pool().submit(_timed_scores, samples["graphs"], self.reference,
-                                        self.config.validation.get("validity", ""))
+                                        self.config.validation.validity)
         return PendingValidation(int(epoch), int(step), state, dict(meta), future,
                                  samples["sample_seconds"], samples["num_steps"])
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import ml_collections
 
+from ddgjax.configuration import complete_run_config
 from ddgjax.reporting import write_json_atomic
 
 CONFIG_FILE = "config.json"
@@ -30,25 +31,10 @@ RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tenso
 SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size", "train.seed")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
 # (the parameters and the process stay the same): a resume may change them.
-RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.fused", "model.ppgn.pallas",
-                     "model.ppgn.pad_multiple", "model.compute_dtype", "diffusion.gaussian.eta",
-                     "diffusion.gaussian.clip_x0", "data.allow_pickle")
+RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.kernels", "model.ppgn.pad_multiple",
+                     "model.compute_dtype", "diffusion.gaussian.eta", "data.allow_pickle")
 # The per-model config sections: only the one config.model.name picks is the run's model.
-MODEL_SECTIONS = ("ppgn", "edp", "gt")
-# Keys added after runs were recorded, with the value an older run had: filled in where a
-# config lacks them, so that resuming an old run with the new option on is refused.
-NEW_KEY_DEFAULTS = {"model.ppgn.walk_features": 0, "model.ppgn.spectral_features": 0,
-                    "model.ppgn.self_condition": False, "model.ppgn.dropout": 0.0,
-                    "model.ppgn.film": False, "model.gt.walk_features": 0,
-                    "train.weight_decay": 0.0, "diffusion.unroll_prob": 0.0,
-                    "model.ppgn.norm": "instance", "data.bucket_order": "random"}
-# The sampler keys (outside SAME_RUN_KEYS) whose step a step-unrolled run
-# (diffusion.unroll_prob > 0) trains on: its inputs are one step of this sampler, so a
-# resume of such a run must keep them.
-UNROLLED_SAMPLER_KEYS = ("sample.num_steps", "sample.algorithm", "sample.grid",
-                         "sample.alg1_below", "sample.alg2_below", "sample.renoise_mix",
-                         "sample.logit_scale", "sample.logit_scale_above",
-                         "sample.target_guidance")
+MODEL_SECTIONS = ("ppgn", "edp")
 # Dataset-record fields that identify the training data.
 SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
 
@@ -64,7 +50,10 @@ def write_run_record(workdir: str, config: ml_collections.ConfigDict, dataset: d
 
 
 def read_run_record(workdir: str) -> tuple[ml_collections.ConfigDict, dict]:
-    """``(config, dataset record)`` of a trained run. Raises WorkdirError if absent."""
+    """``(config, dataset record)`` of a trained run, its config in this version's keys
+    (``configuration.complete_run_config``: a run written by an earlier version loads, one
+    that used a removed lever raises ConfigError naming the key). Raises WorkdirError if
+    the record is absent or not JSON."""
     if not os.path.isdir(workdir):
         raise WorkdirError(f"{workdir}: workdir not found")
     out = []
@@ -78,7 +67,7 @@ def read_run_record(workdir: str) -> tuple[ml_collections.ConfigDict, dict]:
                 out.append(json.load(f))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise WorkdirError(f"{path}: not a valid JSON file ({e})") from e
-    return ml_collections.ConfigDict(out[0]), out[1]
+    return complete_run_config(out[0], os.path.join(workdir, CONFIG_FILE)), out[1]
 
 
 def ensure_writable_dir(path: str, what: str = "workdir") -> None:
@@ -110,31 +99,19 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: dict) -> list[str]:
     """What makes a new run differ from the recorded one, as ``"key (old -> new)"`` texts.
 
-    Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have, apart
-    from :data:`RESUMABLE_CHANGES` and the sections of models the run does not use
-    (a key one of them lacks is not compared: configs gain keys over time, except those of
-    :data:`NEW_KEY_DEFAULTS`, read as their old value), whether ``train.weight_decay`` is
-    on in both or neither, for a step-unrolled run (``diffusion.unroll_prob > 0``) the
-    sampler keys its unrolled step uses (:data:`UNROLLED_SAMPLER_KEYS`), and the
+    Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have (a
+    recorded config read by :func:`read_run_record` has them all), apart from
+    :data:`RESUMABLE_CHANGES` and the sections of models the run does not use, and the
     dataset-record fields :data:`SAME_DATA_FIELDS` that both records have.
     """
     old_flat, new_flat = flatten(old_config), flatten(config)
-    for key, default in NEW_KEY_DEFAULTS.items():
-        for flat in (old_flat, new_flat):
-            flat.setdefault(key, default)
     diffs = []
-    old_wd, new_wd = (float(f["train.weight_decay"]) for f in (old_flat, new_flat))
-    if (old_wd > 0) != (new_wd > 0):  # Adam <-> AdamW: another optimizer state
-        diffs.append(f"train.weight_decay ({old_wd!r} -> {new_wd!r}: Adam and AdamW keep "
-                     "different optimizer states)")
-    unrolled = any(float(f["diffusion.unroll_prob"] or 0.0) > 0 for f in (old_flat, new_flat))
     names = {old_flat.get("model.name"), new_flat.get("model.name")}
     unused = tuple(f"model.{m}." for m in MODEL_SECTIONS if m not in names)
     for key in sorted(set(old_flat) & set(new_flat)):
         if key in RESUMABLE_CHANGES or key.startswith(unused):
             continue
-        if (any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS)
-                or (unrolled and key in UNROLLED_SAMPLER_KEYS)):
+        if any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS):
             if not _same_value(old_flat[key], new_flat[key]):
                 diffs.append(f"{key} ({old_flat[key]!r} -> {new_flat[key]!r})")
     for field in SAME_DATA_FIELDS:

@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 # name -> (file, original snippet, mutated snippet, test files that must fail)
 MUTANTS = {
     "alg2_renoise_with_beta_bar_t": (
-        "ddgjax/processes/bitflip.py",
+        "ddgjax/processes/bitflip/sampler.py",
         "return q_sample(k2, x0, node_mask, bp, rho)",
         "return q_sample(k2, x0, node_mask, bt, rho)",
         ["tests/test_bitflip.py"]),
     "simple_weight_one_over_32": (
-        "ddgjax/processes/bitflip.py",
+        "ddgjax/processes/bitflip/losses.py",
         "return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps",
         "return 1.0 - 2.0 * beta_bar_t + 1.0 / 32",
         ["tests/test_bitflip.py"]),
@@ -37,42 +37,47 @@ MUTANTS = {
         "jnp.clip(jnp.floor(u_t * num_timesteps).astype(jnp.int32), 0, num_timesteps - 1)",
         ["tests/test_processes_base.py", "tests/test_bitflip.py"]),
     "kl_swapped": (
-        "ddgjax/processes/bitflip.py",
+        "ddgjax/processes/bitflip/losses.py",
         "kl = binary_kl(q0, q1, p0, p1)",
         "kl = binary_kl(p0, p1, q0, q1)",
         ["tests/test_bitflip.py"]),
     "ppgn_without_inverse_sqrt_n": (
         "ddgjax/models/ppgn.py",
-        "prod = channel_matmul(m1, m2) * inv_sqrt_n.astype(cdt)[None, :, None, None]",
-        "prod = channel_matmul(m1, m2)",
+        "scale = jnp.where(mask_sq, inv_sqrt_n[:, None, None], 0.0).astype(self.compute_dtype)",
+        "scale = mask_sq.astype(self.compute_dtype)",
         ["tests/test_models.py"]),
     "gradient_mean_instead_of_sum_over_devices": (
-        "ddgjax/training.py",
+        "ddgjax/training/step.py",
         "lambda g: jax.lax.psum(g, AXIS) / total_pairs",
         "lambda g: jax.lax.pmean(g, AXIS) / total_pairs",
         ["tests/test_training.py"]),
     "gradient_not_summed_over_devices": (
-        "ddgjax/training.py",
+        "ddgjax/training/step.py",
         "lambda g: jax.lax.psum(g, AXIS) / total_pairs",
         "lambda g: g / total_pairs",
         ["tests/test_training.py"]),
     "checkpoint_shape_check_removed": (
         "ddgjax/checkpoints.py",
-        '    want, want_def = jax.tree_util.tree_flatten_with_path(abstract)\n',
-        '    return\n    want, want_def = jax.tree_util.tree_flatten_with_path(abstract)\n',
+        "        if w_shape != s_shape:\n",
+        "        if False:\n",
         ["tests/test_checkpoints.py"]),
     "sampler_recompiled_every_call": (
         "ddgjax/sampling.py",
         "    if key not in _COMPILED:\n",
         "    if True:\n",
         ["tests/test_sampling.py"]),
+    "sampling_ignores_the_configs_checkpoint": (
+        "ddgjax/sampling.py",
+        'field, name = "config.sample.checkpoint", config.sample.get("checkpoint", "best")',
+        'field, name = "config.sample.checkpoint", "best"',
+        ["tests/test_sampling.py"]),
     "posterior_prior_uses_beta_bar_t": (
-        "ddgjax/processes/bitflip.py",
+        "ddgjax/processes/bitflip/transitions.py",
         "prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_prev, beta_bar_prev)",
         "prior1 = jnp.where(a0 > 0.5, 1.0 - beta_bar_t, beta_bar_t)",
         ["tests/test_bitflip.py"]),
     "ema_weights_swapped": (
-        "ddgjax/training.py",
+        "ddgjax/training/step.py",
         "lambda e, p: decay * e + (1 - decay) * p",
         "lambda e, p: (1 - decay) * e + decay * p",
         ["tests/test_training.py"]),

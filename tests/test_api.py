@@ -22,7 +22,8 @@ def test_readme_example_on_the_test_config(tmp_path):
     cfg.train.num_epochs = 2
     summary = ddgjax.train(cfg, str(tmp_path / "run"), verbose=False)
     assert summary["epochs"] == 2
-    model = ddgjax.load(str(tmp_path / "run"))                    # checkpoint="best"
+    model = ddgjax.load(str(tmp_path / "run"))                    # the config's checkpoint
+    assert model.checkpoint == "best"
     graphs = model.sample(6, seed=0)
     assert len(graphs) == 6 and all(isinstance(g, nx.Graph) for g in graphs)
     assert [g.number_of_nodes() for g in graphs] == \
@@ -74,10 +75,11 @@ def test_a_source_checkout_maps_configs_as_an_attribute_too(monkeypatch):
 
 
 def test_load_takes_the_fast_path_arguments():
-    """ddgjax.load passes compute_dtype and pallas on to the trained-model loader."""
+    """ddgjax.load passes compute_dtype and kernels on to the trained-model loader."""
     import inspect
 
     import ddgjax
 
     params = inspect.signature(ddgjax.load).parameters
-    assert {"compute_dtype", "pallas"} <= set(params)
+    assert {"compute_dtype", "kernels", "pad_multiple"} <= set(params)
+    assert params["checkpoint"].default is None            # the run's config.sample.checkpoint

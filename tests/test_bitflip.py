@@ -1,7 +1,6 @@
 """The bit-flip process (ddgjax.processes.bitflip): forward noise, posterior, reverse
 model, losses and samplers, checked against float64 NumPy brute force and against
 what a perfect denoiser must give (docs/method.md)."""
-import dataclasses
 import itertools
 
 import chex
@@ -12,7 +11,7 @@ import pytest
 
 from ddgjax.graphs import edge_mask, node_mask_from_counts, pair_mask
 from ddgjax.processes import BitFlipProcess, bitflip
-from ddgjax.processes.flip_schedules import make_schedule
+from ddgjax.processes.bitflip import make_schedule
 
 from helpers import random_batch
 
@@ -375,10 +374,12 @@ def _check_valid(adj, counts):
         assert np.all(a[n:, :] == 0) and np.all(a[:, n:] == 0)
 
 
-@pytest.mark.parametrize("algorithm", [1, 2, 3])
-@pytest.mark.parametrize("num_steps", [None, 3])
-def test_samplers_give_valid_adjacency(algorithm, num_steps):
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_samplers_give_valid_adjacency(algorithm):
+    """Every level of the chain is a 0/1 symmetric adjacency without self-loops or padding
+    edges; the per-graph (vmapped) sampler of a sub-batch gives the same graphs."""
     s = make_schedule("linear", T)
+    num_steps = 3
     counts = np.array([1, 4, 9, 12])
     mask = jnp.asarray(node_mask_from_counts(counts, N))
 
@@ -390,8 +391,7 @@ def test_samplers_give_valid_adjacency(algorithm, num_steps):
     fn = jax.jit(lambda k, m: bitflip.sample_graphs(denoise, k, m, s, algorithm, num_steps,
                                                     return_chain=True))
     adj0, chain = fn(jax.random.key(0), mask)
-    K = T if num_steps is None else num_steps
-    chex.assert_shape(chain, (K + 1, B, N, N))
+    chex.assert_shape(chain, (num_steps + 1, B, N, N))
     _check_valid(adj0, counts)
     for c in chain:
         _check_valid(c, counts)
@@ -408,11 +408,12 @@ def test_samplers_give_valid_adjacency(algorithm, num_steps):
     np.testing.assert_array_equal(v(keys[1:3], mask[1:3]), np.asarray(out)[1:3])
 
 
-@pytest.mark.parametrize("algorithm", [1, 2, 3])
+@pytest.mark.parametrize("algorithm", [1, 2])
 def test_perfect_denoiser_samples_the_graph_exactly(algorithm):
     """A one-hot p(A_0 | A_t) at a known A_0 gives back A_0 exactly, from any A_T: the last
     step goes to level 0 where beta_bar = 0, so nothing is flipped. All T steps for the
-    batch sampler, 3 strided steps for the per-graph one."""
+    batch sampler, 3 strided steps for the per-graph one, 13 steps off the trained grid
+    (continuous time) with one shared key."""
     s = make_schedule("linear", T)
     adj0, mask = batch(12, [12, 9, 5, 1], p=0.5)
     out, chain = jax.jit(lambda k: bitflip.sample_graphs(
@@ -426,6 +427,10 @@ def test_perfect_denoiser_samples_the_graph_exactly(algorithm):
     keys = jax.random.split(jax.random.key(1), B)
     out_v = jax.jit(lambda k, m: sampler(perfect_denoiser(full), k, m))(keys, mask)
     np.testing.assert_array_equal(out_v, full[None] * np.asarray(edge_mask(mask)))
+    for grid in ("uniform", "power:3"):
+        out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(4), mask, s,
+                                    algorithm, 13, grid=grid)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
 
 
 @pytest.mark.parametrize("algorithm", [1, 2])
@@ -460,35 +465,7 @@ def test_one_reverse_step_preserves_the_forward_marginal(algorithm):
 
 
 # ----------------------------------------------------------------------------
-# Sampling grids, the mode at the last step, the final pass at beta_bar = 0
-
-
-def test_sampling_grid_levels():
-    s = make_schedule("linear", T)
-    t, bb = bitflip.sampling_grid(s, 4, "trained")
-    np.testing.assert_array_equal(t, [8, 6, 4, 2, 0])
-    np.testing.assert_allclose(bb, t / (2 * T))
-    t, bb = bitflip.sampling_grid(s, 20, "uniform")  # more steps than trained levels
-    np.testing.assert_allclose(bb, np.arange(20, -1, -1) / 40.0)
-    assert t[0] == T and t[-1] == 0 and np.all(t[:-1] >= 1)
-    t, bb = bitflip.sampling_grid(s, 4, "power:2")
-    np.testing.assert_allclose(bb, 0.5 * (np.array([4, 3, 2, 1, 0]) / 4.0) ** 2)
-    np.testing.assert_array_equal(t, [8, 4, 2, 1, 0])  # nearest level (4.5 rounds to even), >= 1
-    t, bb = bitflip.sampling_grid(s, 4, "mid:2")
-    alpha = 1.0 - 2.0 * bb                     # w = -1, -1/2, 0, 1/2, 1
-    np.testing.assert_allclose(alpha, [0.0, 0.375, 0.5, 0.625, 1.0])
-    assert t[0] == T and t[-1] == 0
-    np.testing.assert_allclose(bitflip.sampling_grid(s, 6, "mid:1")[1],
-                               bitflip.sampling_grid(s, 6, "uniform")[1], atol=1e-12)
-    for bad in ("cosine", "power:0", "power:x", "trained:2", "mid:0", "mid", "power:inf"):
-        with pytest.raises(ValueError, match="unknown sampling grid"):
-            bitflip.parse_grid(bad)
-    # levels that float32 cannot hold apart (a step from 0 to 0 would empty Algorithm 1's
-    # graphs) are refused by grid and step count; just above the limit is fine
-    for grid, steps in (("power:13", 1024), ("power:16", 256)):
-        with pytest.raises(ValueError, match=f"sampling grid '{grid}' with {steps} steps"):
-            bitflip.sampling_grid(s, steps, grid)
-    assert bitflip.sampling_grid(s, 4096, "power:10")[1][-2] > 0
+# Sampling grids (the grids themselves: test_bitflip_schedules.py)
 
 
 def test_off_grid_sampling_needs_continuous_time():
@@ -497,54 +474,12 @@ def test_off_grid_sampling_needs_continuous_time():
     with pytest.raises(ValueError, match="needs a model trained in continuous time"):
         BitFlipProcess(num_timesteps=T, grid="power:2")
     cont = BitFlipProcess(num_timesteps=T, continuous_time=True)
-    sampler = cont.sampler(50, grid="power:1.5", final_pass=True)
-    assert sampler.num_steps == 50 and sampler.final_pass and not sampler.argmax_last
-    assert hash(sampler) == hash(cont.sampler(50, grid="power:1.5", final_pass=True))
+    sampler = cont.sampler(50, grid="power:1.5")
+    assert sampler.num_steps == 50 and sampler.grid == "power:1.5"
+    assert hash(sampler) == hash(cont.sampler(50, grid="power:1.5"))
     assert sampler.info["grid"] == "power:1.5"
-
-
-@pytest.mark.parametrize("algorithm", [1, 2, 3])
-def test_perfect_denoiser_on_any_grid_with_mode_and_final_pass(algorithm):
-    adj0, mask = batch(11, [12, 9, 5, 0])
-    s = make_schedule("linear", T)
-    for options in ({"grid": "uniform"}, {"grid": "power:3", "argmax_last": True},
-                    {"grid": "uniform", "final_pass": True, "argmax_last": True}):
-        out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(4), mask, s,
-                                    algorithm, 13, **options)
-        np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
-
-
-def test_argmax_last_takes_the_mode():
-    """A denoiser sure at 0.7 of every edge: a draw leaves ~30 % of pairs empty, the mode none."""
-    _, mask = batch(0, [12, 12, 12, 12])
-    keys = jax.random.split(jax.random.key(0), B)
-    confident = lambda a, m, t, s: jnp.full(a.shape, np.log(0.7 / 0.3)) + 0.0 * s[:, None, None]
-    process = BitFlipProcess(num_timesteps=T)
-    full = np.asarray(edge_mask(mask), np.float32)
-    for algorithm in (1, 2):
-        mode = process.sampler(T, algorithm=algorithm, argmax_last=True)(confident, keys, mask)
-        np.testing.assert_array_equal(np.asarray(mode), full)
-        draw = process.sampler(T, algorithm=algorithm)(confident, keys, mask)
-        assert 0.6 < float(np.asarray(draw).sum() / full.sum()) < 0.8
-
-
-def test_final_pass_calls_the_model_at_noise_level_zero():
-    """The final pass replaces A_0 by the model's prediction at noise_level 0."""
-    adj0, mask = batch(5, [12, 10, 8, 6])
-    complement = (1.0 - np.asarray(adj0)) * np.asarray(edge_mask(mask))
-    perfect = perfect_denoiser(adj0)
-
-    def flips_at_zero(a, m, t, s):
-        # the data above level 0, its complement at level 0 (t_index 0 and noise 0)
-        at_zero = ((t == 0) & (s == 0.0))[:, None, None]
-        return jnp.where(at_zero, perfect(a, m, t, s) * -1.0, perfect(a, m, t, s))
-
-    out, chain = bitflip.sample_graphs(flips_at_zero, jax.random.key(1), mask,
-                                       make_schedule("linear", T), 2, 4, return_chain=True,
-                                       final_pass=True)
-    np.testing.assert_array_equal(np.asarray(out), complement)
-    np.testing.assert_array_equal(np.asarray(chain[-1]), complement)
-    assert chain.shape == (5, B, N, N)
+    assert BitFlipProcess(num_timesteps=T, continuous_time=True, grid="uniform").sampler(
+        4).grid == "uniform"                                      # the process's default
 
 
 # ----------------------------------------------------------------------------
@@ -667,54 +602,6 @@ def test_fit_to_data_sets_the_density_of_the_marginal_prior():
         BitFlipProcess(prior_density=1.0)
 
 
-def test_hybrid_sampler_switches_to_algorithm_1_at_low_noise(monkeypatch):
-    """alg1_below: steps starting above the level use Algorithm 2, the rest Algorithm 1,
-    and a perfect denoiser still returns the graph exactly."""
-    adj0, mask = batch(11, [12, 9, 5, 0])
-    s = make_schedule("linear", T)
-    calls = []
-    real_step = bitflip.reverse_step
-
-    def spy(*args, **kwargs):
-        calls.append(args[7])  # the algorithm (static; the levels are traced inside scan)
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(bitflip, "reverse_step", spy)
-    out = bitflip.sample_graphs(perfect_denoiser(adj0), jax.random.key(3), mask, s, 2, T,
-                                alg1_below=0.2, argmax_last=True)
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
-    # traced once per scan segment plus the last step: algorithm 2 above 0.2, 1 from there
-    assert calls == [2, 1, 1], calls
-    t, bb = bitflip.sampling_grid(s, T)
-    assert int(np.sum(bb[:-1] > 0.2)) == 5  # steps from levels 8..4 (bb 0.5..0.25): algorithm 2
-    with pytest.raises(ValueError, match="alg1_below"):
-        BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.7)
-    assert BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.1).info["alg1_below"] == 0.1
-
-
-def test_hybrid_sampler_switches_to_algorithm_2_at_low_noise():
-    """alg2_below mirrors alg1_below: Algorithm 1 above the level, Algorithm 2 at and
-    below it; a threshold above every level makes the sampler plain Algorithm 2."""
-    adj0, mask = batch(12, [12, 9, 5, 3])
-    s = make_schedule("linear", T)
-    _, bb = bitflip.sampling_grid(s, T)
-    assert bitflip.step_algorithms(bb[:-1], 1, alg2_below=0.2) == [1] * 5 + [2] * 3
-    assert bitflip.step_algorithms(bb[:-1], 2, alg1_below=0.2) == [2] * 5 + [1] * 3
-    with pytest.raises(ValueError, match="at most one"):
-        bitflip.step_algorithms(bb[:-1], 2, alg1_below=0.2, alg2_below=0.1)
-    noisy = lambda a, m, t, b: 1.5 * (2 * a - 1) + 0.3  # a denoiser that depends on A_t
-    key = jax.random.key(5)
-    plain2 = bitflip.sample_graphs(noisy, key, mask, s, 2, T)
-    plain1 = bitflip.sample_graphs(noisy, key, mask, s, 1, T)
-    np.testing.assert_array_equal(bitflip.sample_graphs(noisy, key, mask, s, 1, T,
-                                                        alg2_below=0.5), plain2)
-    np.testing.assert_array_equal(bitflip.sample_graphs(noisy, key, mask, s, 2, T,
-                                                        alg1_below=0.5), plain1)
-    assert not np.array_equal(plain1, plain2)
-    with pytest.raises(ValueError, match="at most one"):
-        BitFlipProcess(num_timesteps=T).sampler(4, alg1_below=0.1, alg2_below=0.1)
-
-
 def test_renoise_mix_mixes_the_two_algorithms_per_pair():
     """renoise_mix m: each pair of an Algorithm 1 step is Bernoulli of
     (1 - m) p_theta(a_{t-1} = 1 | A_t) + m q(a_{t-1} = 1 | a_0 ~ p_theta), checked
@@ -740,10 +627,32 @@ def test_renoise_mix_mixes_the_two_algorithms_per_pair():
         bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
                              levers=bitflip.SamplerLevers(renoise_mix=0.0)),
         bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho))
-    with pytest.raises(ValueError, match="renoise_mix"):
-        BitFlipProcess(num_timesteps=T).sampler(4, renoise_mix=1.5)
+    with pytest.raises(ValueError, match="renoise_mix: expected a probability"):
+        BitFlipProcess(num_timesteps=T).sampler(4, algorithm=1, renoise_mix=1.5)
     with pytest.raises(ValueError, match="renoise_mix"):
         bitflip.SamplerLevers(renoise_mix=-0.1)
+
+
+def test_renoise_mix_outside_algorithm_1_is_refused():
+    """renoise_mix acts only in Algorithm 1 steps: a sampler, a process default, the chain
+    and a completion that run Algorithm 2 refuse it by name instead of ignoring it."""
+    proc = BitFlipProcess(num_timesteps=T)
+    assert proc.sampler(4, algorithm=1, renoise_mix=0.5).levers.renoise_mix == 0.5
+    with pytest.raises(ValueError, match="renoise_mix: acts only in Algorithm 1 steps"):
+        proc.sampler(4, algorithm=2, renoise_mix=0.5)
+    with pytest.raises(ValueError, match="config.sample.renoise_mix: acts only"):
+        BitFlipProcess(num_timesteps=T, algorithm=2, renoise_mix=0.5)
+    adj, mask = batch(0, [5, 7])
+    with pytest.raises(ValueError, match="renoise_mix: acts only"):
+        bitflip.sample_graphs(lambda a, *_: jnp.zeros_like(a), jax.random.key(0), mask,
+                              make_schedule("linear", T), 2, 4,
+                              levers=bitflip.SamplerLevers(renoise_mix=0.5))
+    from ddgjax.processes.bitflip import inpainting
+    sampler = proc.sampler(4, algorithm=1, renoise_mix=0.5)
+    sampler = type(sampler)(proc, 4, 2, levers=sampler.levers)     # built past the check
+    with pytest.raises(ValueError, match="renoise_mix: acts only"):
+        inpainting.complete_graphs(lambda a, *_: jnp.zeros_like(a), jax.random.key(0), adj,
+                                   jnp.zeros_like(adj, dtype=bool), mask, sampler)
 
 
 def test_logit_scale_is_a_scaled_denoiser():
@@ -752,7 +661,8 @@ def test_logit_scale_is_a_scaled_denoiser():
     den = lambda a, m, t, b: 0.8 * (2 * a - 1) - 0.2
     key = jax.random.key(2)
     for alg in (1, 2):
-        scaled = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=2.5)
+        scaled = bitflip.sample_graphs(den, key, mask, s, alg, T,
+                                       levers=bitflip.SamplerLevers(logit_scale=2.5))
         by_hand = bitflip.sample_graphs(lambda *x: 2.5 * den(*x), key, mask, s, alg, T)
         np.testing.assert_array_equal(scaled, by_hand)
     with pytest.raises(ValueError, match="logit_scale"):
@@ -760,54 +670,6 @@ def test_logit_scale_is_a_scaled_denoiser():
     info = BitFlipProcess(num_timesteps=T).sampler(4, algorithm=1, logit_scale=2.0,
                                                    renoise_mix=0.25).info
     assert info["logit_scale"] == 2.0 and info["renoise_mix"] == 0.25
-
-
-def test_algorithm1_levers_without_an_algorithm1_step_are_refused():
-    """renoise_mix and target_guidance act only in Algorithm 1 steps: a sampler (or a
-    completion) with none refuses them by name instead of ignoring them."""
-    proc = BitFlipProcess(num_timesteps=T)
-    for lever in ("renoise_mix", "target_guidance"):
-        for algorithm in (2, 3):
-            with pytest.raises(ValueError, match=f"{lever} acts in Algorithm 1 steps"):
-                proc.sampler(4, algorithm=algorithm, **{lever: 0.5})
-        proc.sampler(4, algorithm=1, **{lever: 0.5})           # Algorithm 1: fine
-        proc.sampler(4, algorithm=2, alg1_below=0.3, **{lever: 0.5})   # a hybrid with some
-        with pytest.raises(ValueError, match=f"{lever} acts in Algorithm 1 steps"):
-            proc.sampler(4, algorithm=2, alg1_below=0.01, **{lever: 0.5})  # below every step
-    from ddgjax.processes import inpainting
-    adj, mask = batch(0, [5, 7])
-    sampler = dataclasses.replace(proc.sampler(4, algorithm=1, renoise_mix=0.5), algorithm=2)
-    with pytest.raises(ValueError, match="renoise_mix acts in Algorithm 1 steps"):
-        inpainting.complete_graphs(lambda a, *_: jnp.zeros_like(a), jax.random.key(0), adj,
-                                   jnp.zeros_like(adj, dtype=bool), mask, sampler)
-
-
-def test_unrolled_training_refuses_hybrid_samplers():
-    with pytest.raises(ValueError, match="unroll_prob: the unrolled step takes the sampler's "
-                                         "one algorithm"):
-        BitFlipProcess(num_timesteps=T, continuous_time=True, unroll_prob=0.5, alg1_below=0.1)
-
-
-def test_logit_scale_above_scales_only_the_noisier_steps():
-    adj0, mask = batch(13, [12, 9, 5, 3])
-    s = make_schedule("linear", T)
-    den = lambda a, m, t, b: 0.8 * (2 * a - 1) - 0.2
-    key = jax.random.key(3)
-    _, bb = bitflip.sampling_grid(s, T)
-    level = float(bb[T // 2])  # half of the steps start at or above it
-    by_level = lambda a, m, t, b: den(a, m, t, b) * jnp.where(b >= level, 0.5, 1.0)[:, None, None]
-    for alg in (1, 2):
-        split = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=0.5,
-                                      logit_scale_above=level)
-        np.testing.assert_array_equal(split, bitflip.sample_graphs(by_level, key, mask, s, alg, T))
-        everywhere = bitflip.sample_graphs(den, key, mask, s, alg, T, logit_scale=0.5)
-        assert not np.array_equal(split, everywhere)
-        assert not np.array_equal(split, bitflip.sample_graphs(den, key, mask, s, alg, T))
-    with pytest.raises(ValueError, match="logit_scale_above"):
-        BitFlipProcess(num_timesteps=T).sampler(4, logit_scale_above=0.7)
-    info = BitFlipProcess(num_timesteps=T).sampler(4, logit_scale=0.9,
-                                                   logit_scale_above=0.1).info
-    assert info["logit_scale_above"] == 0.1
 
 
 def test_training_grid_distorts_continuous_levels():
@@ -827,58 +689,10 @@ def test_training_grid_distorts_continuous_levels():
     assert 54 < np.median(t_uniform) < 74 and 10 < np.median(t_power) < 22
     with pytest.raises(ValueError, match="config.diffusion.train_grid.*continuous_time"):
         BitFlipProcess(train_grid="power:2")
-    with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
-        BitFlipProcess(continuous_time=True, train_grid="cubic")
+    for bad in ("cubic", "mid:2", "power:0"):
+        with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
+            BitFlipProcess(continuous_time=True, train_grid=bad)
     assert BitFlipProcess(continuous_time=True, train_grid="power:2").train_grid == "power:2"
-
-
-def test_mid_training_grid_gathers_levels_around_a_quarter():
-    """train_grid "mid:G" maps u to the same level as the sampling grid "mid:G" visits at
-    step fraction u; G = 1 is the uniform grid, G = 2 puts half the draws within
-    |beta_bar - 1/4| < 1/16 (uniform: a quarter)."""
-    u = jnp.linspace(0.0, 1.0, 17)
-    s = make_schedule("linear", 128)
-    _, grid_bb = bitflip.sampling_grid(s, 16, "mid:2")        # descending, k = 16 .. 0
-    np.testing.assert_allclose(bitflip.training_levels(u, "mid:2"), grid_bb[::-1], atol=1e-7)
-    np.testing.assert_allclose(bitflip.training_levels(u, "mid:1"), u / 2, atol=1e-7)
-    # w = 1 - 2u = +-1/2: beta_bar = (1 -+ 1/4) / 4 at G = 2 (by hand)
-    np.testing.assert_allclose(bitflip.training_levels(jnp.array([0.25, 0.75]), "mid:2"),
-                               [0.1875, 0.3125], atol=1e-7)
-    adj0, mask = batch(4, [6] * 4)
-    t = t_index_draws(lambda k, a, m: bitflip.training_loss(
-        constant_logits, k, a, m, s, "simple", continuous_time=True, train_grid="mid:2"),
-        adj0, mask, num_keys=256) / 256.0                          # ~ beta_bar
-    near = np.mean(np.abs(t - 0.25) < 1 / 16)
-    assert 0.42 < near < 0.58, near
-    assert BitFlipProcess(continuous_time=True, train_grid="mid:2").train_grid == "mid:2"
-    with pytest.raises(ValueError, match="config.diffusion.train_grid: expected"):
-        BitFlipProcess(continuous_time=True, train_grid="mid:0")
-
-
-def test_flat_simple_weighting_is_the_plain_cross_entropy():
-    """simple_weighting "flat": every level weighs 1, so a constant-logit model's L_simple is
-    its mean per-pair NLL whatever level each graph drew; the process validates the name and
-    reads it from the config."""
-    s, adj0, mask, constant, _, nll = constant_logit_case()
-    for k in range(2):
-        for ct in (False, True):
-            out = bitflip.training_loss(constant, jax.random.key(k), adj0, mask, s, "simple",
-                                        continuous_time=ct, simple_weighting="flat")
-            np.testing.assert_allclose(out.per_graph, nll, rtol=1e-5)
-    paper = bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "simple")
-    assert not np.allclose(paper.per_graph, nll)               # the default still weighs
-    with pytest.raises(ValueError, match="unknown L_simple weighting"):
-        bitflip.training_loss(constant, jax.random.key(0), adj0, mask, s, "simple",
-                              simple_weighting="snr")
-    with pytest.raises(ValueError, match="config.diffusion.simple_weighting: expected"):
-        BitFlipProcess(simple_weighting="snr")
-    with pytest.raises(ValueError, match="config.diffusion.simple_weighting: weights L_simple"):
-        BitFlipProcess(loss_type="vb", simple_weighting="flat")
-    from configs import default
-    cfg = default.get_config()
-    assert bitflip.from_config(cfg).simple_weighting == "bond_taylor"
-    cfg.diffusion.simple_weighting = "flat"
-    assert bitflip.from_config(cfg).simple_weighting == "flat"
 
 
 @pytest.mark.parametrize("rho", [RHO, 0.5])
@@ -900,112 +714,27 @@ def test_posterior_at_tiny_levels_in_float32(rho):
                                    2 * bt * rho, rtol=1e-5)
 
 
-def test_target_guidance_equals_defogs_rate_averaged_over_the_prediction():
-    """target_guidance_prob1 against DeFoG's guidance rate computed by brute force in
-    float64: sum over x_1 of p_theta(x_1) * omega [z = x_1] / (2 p_{t|1}(x | x_1)), with
-    p_{t|1} from the forward marginal q_marginal_prob1, times the step's d_alpha, as the
-    probability of a jump to z; otherwise the Algorithm 1 kernel."""
-    rng = np.random.default_rng(4)
-    for rho in (0.5, 0.08):
-        adj = rng.integers(0, 2, size=(6, 6)).astype(np.float64)
-        p_hat = rng.uniform(0.01, 0.99, size=(6, 6))
-        prob1 = rng.uniform(0.0, 1.0, size=(6, 6))
-        bt, bp, omega = 0.3, 0.22, 0.4
-        got = np.asarray(bitflip.target_guidance_prob1(
-            jnp.asarray(prob1), jnp.asarray(adj), jnp.asarray(p_hat), jnp.asarray(bt),
-            jnp.asarray(bp), omega, rho))
-        want = np.empty_like(prob1)
-        for idx in np.ndindex(adj.shape):
-            x = int(adj[idx])
-            z = 1 - x
-            rate = 0.0
-            for x1, w in ((1, p_hat[idx]), (0, 1.0 - p_hat[idx])):
-                q1 = float(bitflip.q_marginal_prob1(float(x1), bt, rho))   # p_{t|1}(1 | x1)
-                p_x = q1 if x == 1 else 1.0 - q1
-                rate += w * omega * (z == x1) / (2.0 * p_x)
-            g = min(1.0, rate * 2.0 * (bt - bp))                         # d_alpha = 2 d(bb)
-            want[idx] = g + (1 - g) * prob1[idx] if z == 1 else (1 - g) * prob1[idx]
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+def test_from_config_reads_the_process_and_its_sampler_defaults():
+    """from_config: the diffusion keys and the config.sample defaults of the sampler
+    (algorithm 0: by loss); a run config recorded without the sampler keys gets the
+    defaults."""
+    import ml_collections
 
+    from configs import test as test_config
+    cfg = test_config.get_config()
+    cfg.diffusion.continuous_time = True
+    cfg.diffusion.train_grid = "power:2"
+    cfg.sample.update(algorithm=1, grid="power:3", renoise_mix=0.7, logit_scale=0.9)
+    p = bitflip.from_config(cfg)
+    assert (p.continuous_time, p.train_grid, p.algorithm, p.grid) == (True, "power:2", 1,
+                                                                       "power:3")
+    assert p.levers == bitflip.SamplerLevers(renoise_mix=0.7, logit_scale=0.9)
+    s = p.sampler(16)
+    assert (s.algorithm, s.grid, s.levers) == (1, "power:3", p.levers)
+    assert p.sampler(16, logit_scale=1.2).levers.logit_scale == 1.2     # options override
+    old = ml_collections.ConfigDict({"diffusion": {"num_timesteps": 8, "loss": "vb"},
+                                     "sample": {"algorithm": 0}})
+    p = bitflip.from_config(old)
+    assert (p.algorithm, p.grid, p.levers, p.prior_density) == (1, "trained",
+                                                                bitflip.SamplerLevers(), 0.5)
 
-def test_target_guidance_in_reverse_step_and_its_checks():
-    """In an Algorithm 1 step the pairs follow target_guidance_prob1 (empirical frequency
-    over many pairs); omega = 0 is Algorithm 1 exactly; a sampler without Algorithm 1 steps,
-    or a negative omega, is refused by name."""
-    n, b, rho = 64, 16, 0.1
-    mask = jnp.ones((b, n), bool)
-    logit = float(np.log(0.7 / 0.3))
-    den = lambda a, m, t, bb: jnp.full(a.shape, logit)
-    bt, bp, omega = 0.3, 0.2, 1.0
-    pm = np.asarray(pair_mask(mask))
-    key = jax.random.key(9)
-    for present in (0.0, 1.0):
-        adj_t = jnp.full((b, n, n), present)
-        _, p1 = bitflip.p_prev_probs(jnp.asarray(logit), jnp.asarray(present), jnp.asarray(bt),
-                                     jnp.asarray(bp), rho)
-        want = float(bitflip.target_guidance_prob1(p1, jnp.asarray(present), jnp.asarray(0.7),
-                                                   jnp.asarray(bt), jnp.asarray(bp), omega, rho))
-        assert abs(want - float(p1)) > 0.05                     # the guidance moves it
-        out = bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
-                                   levers=bitflip.SamplerLevers(target_guidance=omega))
-        assert abs(float(np.asarray(out)[pm].mean()) - want) < 0.015
-    adj_t = jnp.zeros((b, n, n))
-    np.testing.assert_array_equal(
-        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho,
-                             levers=bitflip.SamplerLevers(target_guidance=0.0)),
-        bitflip.reverse_step(den, key, adj_t, mask, 3, bt, bp, 1, rho=rho))
-    with pytest.raises(ValueError, match="target_guidance"):
-        BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2)
-    with pytest.raises(ValueError, match="target_guidance"):
-        bitflip.SamplerLevers(target_guidance=-0.1)
-    # 4 steps start at beta_bar 0.5 ... 0.125: alg1_below 0.2 gives the last one Algorithm 1,
-    # 0.1 none (refused when the sampler is built, not only when it samples)
-    BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2, alg1_below=0.2)
-    with pytest.raises(ValueError, match="target_guidance acts in Algorithm 1 steps"):
-        BitFlipProcess(num_timesteps=T).sampler(4, target_guidance=0.1, algorithm=2,
-                                                alg1_below=0.1)
-
-
-@pytest.mark.parametrize("rho", [0.5, RHO])
-def test_derandomised_chain_draws_each_pair_once_with_q_marginals(rho):
-    """Algorithm 3: with a perfect denoiser every level of the chain is a draw of
-    q(A_s | A_0) (each pair is A_0 below its own level and prior noise above it); with any
-    denoiser a pair changes at most once along the chain, and only in the step whose
-    level range holds its decode time."""
-    s = make_schedule("linear", T)
-    adj0, mask = batch(21, BIG_COUNTS, BIG_N)
-    pm = np.asarray(pair_mask(mask))
-    out, chain = jax.jit(lambda k: bitflip.sample_graphs(
-        perfect_denoiser(adj0), k, mask, s, 3, 8, return_chain=True, grid="trained",
-        rho=rho))(jax.random.key(3))
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(adj0))
-    chain = np.asarray(chain)
-    a0 = np.asarray(adj0)[pm]
-    _, bb = bitflip.sampling_grid(s, 8, "trained")
-    for level, c in zip(bb, chain):
-        got = c[pm]
-        alpha = 1 - 2 * level
-        for value, expected in ((1, alpha + (1 - alpha) * rho), (0, (1 - alpha) * rho)):
-            frac = got[a0 == value].mean()
-            se = np.sqrt(max(expected * (1 - expected), 1e-12) / (a0 == value).sum())
-            assert abs(frac - expected) < 5 * se + 1e-9, (level, value, frac, expected)
-    # any denoiser: at most one change per pair along the chain
-    noisy = lambda a, m, t, lv: jnp.sin(7.0 * a + 3.0 * lv[:, None, None]) * 2.0
-    _, chain = bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8,
-                                     return_chain=True, rho=rho)
-    moved = np.diff(np.asarray(chain), axis=0) != 0                   # [K, B, N, N]
-    changes = moved.sum(axis=0)
-    assert changes.max() == 1 and changes[np.asarray(pm)].mean() > 0.05
-    v = np.asarray(bitflip.decode_times(
-        jax.random.fold_in(jax.random.key(4), bitflip.DECODE_TIME_STREAM), mask))
-    alpha = 1 - 2 * np.asarray(bb, np.float32)                        # rising along the chain
-    for j in range(len(alpha) - 1):
-        assert np.all((v[moved[j]] >= alpha[j]) & (v[moved[j]] < alpha[j + 1])), j
-    with pytest.raises(ValueError, match="hybrid"):
-        bitflip.sample_graphs(noisy, jax.random.key(4), mask, s, 3, 8, alg1_below=0.1)
-    with pytest.raises(ValueError, match="decode_time"):
-        bitflip.reverse_step(noisy, jax.random.key(0), adj0, mask, 2, s.beta_bar[2],
-                             s.beta_bar[1], 3)
-    assert BitFlipProcess(num_timesteps=T).sampler(4, algorithm=3).algorithm == 3
-    with pytest.raises(ValueError, match="sampling algorithm"):
-        BitFlipProcess(num_timesteps=T).sampler(4, algorithm=4)

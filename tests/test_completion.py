@@ -15,7 +15,7 @@ from ddgjax.completion import (check_completion_input, complete, extend_graph, h
                                read_masks, write_masks)
 from ddgjax.data import read_graph_list, write_graph_list
 from ddgjax.processes import BitFlipProcess, GaussianProcess
-from ddgjax.processes.inpainting import completer, forward_jump, repaint_moves
+from ddgjax.processes.bitflip.inpainting import completer, forward_jump, repaint_moves
 from ddgjax.sampling import SamplingError
 
 
@@ -55,7 +55,7 @@ def edge_loving(a, m, t, s):
 
 @pytest.mark.parametrize("options", [
     dict(algorithm=1), dict(algorithm=2, resample_jump=2, resample_rounds=2),
-    dict(algorithm=1, argmax_last=True, final_pass=True, alg2_below=0.2)])
+    dict(algorithm=1, renoise_mix=0.5, logit_scale=0.8)])
 def test_completion_sampler_keeps_known_pairs_and_samples_the_rest(options):
     process = BitFlipProcess(num_timesteps=6, prior_density=0.3)
     comp = completer(process, None, **options)
@@ -83,8 +83,8 @@ def test_completer_refuses_other_processes_and_half_resampling():
         completer(GaussianProcess())
     with pytest.raises(ValueError, match="set both"):
         completer(BitFlipProcess(), resample_jump=2)
-    with pytest.raises(ValueError, match="Algorithm 1 or 2"):
-        completer(BitFlipProcess(), algorithm=3)
+    with pytest.raises(ValueError, match="renoise_mix: acts only in Algorithm 1"):
+        completer(BitFlipProcess(), algorithm=2, renoise_mix=0.5)
 
 
 def test_common_masks():

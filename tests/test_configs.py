@@ -1,102 +1,43 @@
-"""configs/paper.py: every spec gives the config its old per-experiment file gave; bad specs fail.
+"""The bundled configs: the paper's experiments, one best recipe per benchmark dataset, the
+config checks, and the upgrade of configs recorded by older versions.
 
 No JAX here: configs only need ml_collections.
 """
+import json
 import os
 
 import pytest
 
 from configs import default, paper
+from helpers import REPO
 
-# spec -> (dataset file, PPGN hidden, PPGN blocks, T, epochs, diffusion kind, loss)
+# spec -> (dataset, PPGN hidden, PPGN blocks, T, epochs, diffusion kind, loss)
 EXPECTED = {
-    "community_small,ppgn,simple": ("community_small.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "community_small,ppgn,vb": ("community_small.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "community_small,edp,simple": ("community_small.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "community_small,edp,vb": ("community_small.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "ego_small,ppgn,simple": ("ego_small.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "ego_small,ppgn,vb": ("ego_small.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "ego_small,edp,simple": ("ego_small.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "ego_small,edp,vb": ("ego_small.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "sbm_27,ppgn,simple": ("sbm_27.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "sbm_27,ppgn,vb": ("sbm_27.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "sbm_27,edp,simple": ("sbm_27.json", 32, 6, 32, 5000, "discrete", "simple"),
-    "sbm_27,edp,vb": ("sbm_27.json", 32, 6, 32, 5000, "discrete", "vb"),
-    "planar_60,ppgn,simple": ("planar_60.json", 128, 8, 32, 2500, "discrete", "simple"),
-    "planar_60,ppgn,vb": ("planar_60.json", 128, 8, 32, 2500, "discrete", "vb"),
-    "planar_60,edp,simple": ("planar_60.json", 128, 8, 256, 2500, "discrete", "simple"),
-    "planar_60,edp,vb": ("planar_60.json", 128, 8, 256, 2500, "discrete", "vb"),
+    "community_small,ppgn,simple": ("community_small", 32, 6, 32, 5000, "discrete", "simple"),
+    "community_small,edp,vb": ("community_small", 32, 6, 32, 5000, "discrete", "vb"),
+    "ego_small,ppgn,vb": ("ego_small", 32, 6, 32, 5000, "discrete", "vb"),
+    "sbm_27,edp,simple": ("sbm_27", 32, 6, 32, 5000, "discrete", "simple"),
+    "planar_60,ppgn,simple": ("planar_60", 128, 8, 32, 2500, "discrete", "simple"),
+    "planar_60,edp,vb": ("planar_60", 128, 8, 256, 2500, "discrete", "vb"),
     # the Gaussian baselines of the paper's tables
-    "community_small,ppgn,score": ("community_small.json", 32, 6, 1000, 5000, "gaussian", "simple"),
-    "ego_small,ppgn,score": ("ego_small.json", 32, 6, 1000, 5000, "gaussian", "simple"),
-    "sbm_27,edp,score": ("sbm_27.json", 32, 6, 1000, 5000, "gaussian", "simple"),
-    "planar_60,edp,score": ("planar_60.json", 128, 8, 1000, 2500, "gaussian", "simple"),
+    "ego_small,ppgn,score": ("ego_small", 32, 6, 1000, 5000, "gaussian", "simple"),
+    "planar_60,edp,score": ("planar_60", 128, 8, 1000, 2500, "gaussian", "simple"),
     # the named Planar-60 variants
-    "planar_60,ppgn,simple,t128": ("planar_60.json", 128, 8, 128, 2500, "discrete", "simple"),
-    "planar_60,ppgn,simple,ema_long": ("planar_60.json", 128, 8, 128, 4000, "discrete", "simple"),
+    "planar_60,ppgn,simple,t128": ("planar_60", 128, 8, 128, 2500, "discrete", "simple"),
+    "planar_60,ppgn,simple,ema_long": ("planar_60", 128, 8, 128, 4000, "discrete", "simple"),
 }
 
 
 @pytest.mark.parametrize("spec", sorted(EXPECTED))
 def test_spec_key_values(spec):
     cfg = paper.get_config(spec)
-    fname, hidden, blocks, T, epochs, kind, loss = EXPECTED[spec]
-    assert cfg.data.source == paper.data_source(fname)
+    dataset, hidden, blocks, T, epochs, kind, loss = EXPECTED[spec]
+    assert cfg.data.source == dataset
     assert cfg.model.name == spec.split(",")[1]
     assert (cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks) == (hidden, blocks)
     assert cfg.diffusion.num_timesteps == T and cfg.train.num_epochs == epochs
     assert cfg.diffusion.kind == kind and cfg.diffusion.loss == loss
     assert cfg.train.batch_size == 64 and cfg.train.lr == 1e-3
-
-
-def legacy_config(name):
-    """The config the per-experiment file ``configs/<name>.py`` gave before they were
-    merged into paper.py, rebuilt here from default.py exactly as those files did."""
-    variant = ""
-    for suffix in ("_t128_ema_long", "_t128"):
-        if name.endswith(suffix):
-            name, variant = name[: -len(suffix)], suffix
-    head, model, loss = name.rsplit("_", 2)
-    cfg = default.get_config()
-    fname, hidden, blocks, epochs = {"community_small": ("community_small.json", 32, 6, 5000),
-                                     "ego_small": ("ego_small.json", 32, 6, 5000),
-                                     "sbm_27": ("sbm_27.json", 32, 6, 5000),
-                                     "planar_60": ("planar_60.json", 128, 8, 2500)}[head]
-    cfg.data.source = paper.data_source(fname)
-    cfg.model.name = model
-    cfg.model.ppgn.hidden = hidden
-    cfg.model.ppgn.num_blocks = blocks
-    cfg.diffusion.loss = "simple" if loss == "score" else loss
-    cfg.diffusion.num_timesteps = 256 if (model == "edp" and head == "planar_60") else 32
-    cfg.train.num_epochs = epochs
-    cfg.train.batch_size = 64
-    cfg.train.checkpoint_every_epochs = 100
-    cfg.train.log_every_epochs = 50
-    if loss == "score":
-        cfg.diffusion.kind = "gaussian"
-        cfg.diffusion.num_timesteps = 1000
-    if variant:
-        cfg.diffusion.num_timesteps = 128
-        cfg.sample.num_steps = 32
-        cfg.model.compute_dtype = "bfloat16"
-    if variant == "_t128_ema_long":
-        cfg.train.num_epochs = 4000
-        cfg.train.ema_decay = 0.999
-        cfg.sample.use_ema = True
-    return cfg
-
-
-def spec_to_legacy_name(spec):
-    fields = spec.split(",")
-    name = "_".join(fields[:3])
-    if "ema_long" in fields:
-        return name + "_t128_ema_long"
-    return name + ("_t128" if "t128" in fields else "")
-
-
-@pytest.mark.parametrize("spec", sorted(EXPECTED))
-def test_spec_equals_the_old_per_experiment_file(spec):
-    assert paper.get_config(spec).to_dict() == legacy_config(spec_to_legacy_name(spec)).to_dict()
 
 
 def test_all_specs_load_and_cover_the_table():
@@ -125,18 +66,14 @@ def test_option_spelling_and_order():
     ("planar_60,ppgn,simple,t64", "option 't64'"),
     ("planar_60,ppgn,simple,t128,t128", "repeated option 't128'"),
     ("ego_small,ppgn,simple,t128", "option 't128' with ego_small,ppgn,simple"),
-    ("planar_60,ppgn,vb,ema_long", "option 'ema_long' with planar_60,ppgn,vb"),
     ("planar_60,ppgn", "2 field(s)"),
-    ("planar_60", "1 field(s)"),
     ("planar_60,,simple", "empty field"),
-    ("planar_60,ppgn,simple,", "empty field"),
 ])
 def test_bad_specs(spec, bad):
     with pytest.raises(ValueError) as err:
         paper.get_config(spec)
     msg = str(err.value)
     assert bad in msg and "\n" not in msg
-    # the message lists the valid choices
     for choice in (*paper.DATASETS, *paper.MODELS, *paper.LOSSES, *paper.OPTIONS):
         assert choice in msg
 
@@ -147,25 +84,74 @@ def test_missing_spec(spec):
         paper.get_config() if spec is None else paper.get_config(spec)
 
 
-def test_best_recipes():
-    from configs import best
+# ----------------------------------------------------------------------------
+# one config per benchmark dataset: its default is the published row's recipe
 
-    cfg = best.get_config("planar_60")
-    assert cfg.data.source == paper.data_source("planar_60.json")
-    assert (cfg.diffusion.continuous_time, cfg.diffusion.prior, cfg.diffusion.num_timesteps) == \
-        (True, "marginal", 128)
-    assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay) == (32, 5000, 0.999)
-    assert (cfg.sample.algorithm, cfg.sample.num_steps, cfg.sample.grid, cfg.sample.use_ema) == \
-        (2, 32, "power:4", True)
-    assert (cfg.model.ppgn.noise_features, cfg.diffusion.train_grid) == ("log", "power:2")
-    assert (cfg.model.ppgn.num_blocks, cfg.model.ppgn.hidden) == (10, 128)
-    assert (cfg.validation.every_epochs, cfg.validation.metric) == (500, "valid")
-    p64 = best.get_config("spectre_planar_64")
-    assert p64.data.source == paper.data_source("spectre_planar_64.json")
-    assert (p64.sample.algorithm, p64.sample.num_steps) == (2, 64)
-    assert p64.model.ppgn.num_blocks == 8
-    with pytest.raises(ValueError, match="configs/best.py needs a dataset"):
-        best.get_config(None)
+
+def test_every_dataset_config_exists_and_reads_its_bundled_dataset():
+    from ddgjax.configuration import DATASET_CONFIGS, get_config
+    from ddgjax.data import BUNDLED_NAMES
+
+    for name in DATASET_CONFIGS:
+        assert (REPO / "configs" / f"{name}.py").is_file(), name
+        cfg = get_config(name)
+        assert cfg.data.source == name and name in BUNDLED_NAMES
+
+
+def test_the_spectre_planar_64_config_is_the_headline_recipe():
+    """The recipe of the 97 % V.U.N. row: training and sampler settings, last checkpoint."""
+    from ddgjax.configuration import get_config
+
+    cfg = get_config("spectre_planar_64")
+    assert (cfg.model.ppgn.num_blocks, cfg.model.ppgn.hidden, cfg.model.ppgn.noise_features) \
+        == (8, 128, "log")
+    assert (cfg.diffusion.continuous_time, cfg.diffusion.prior, cfg.diffusion.train_grid,
+            cfg.diffusion.num_timesteps) == (True, "marginal", "power:2", 128)
+    assert (cfg.train.batch_size, cfg.train.num_epochs, cfg.train.ema_decay,
+            cfg.model.compute_dtype) == (32, 5000, 0.999, "bfloat16")
+    s = cfg.sample
+    assert (s.algorithm, s.num_steps, s.grid, s.use_ema, s.checkpoint, s.num_samples) == \
+        (2, 64, "power:3", True, "latest", 40)
+    assert (s.renoise_mix, s.logit_scale) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("name, blocks, steps, grid, checkpoint, extra", [
+    ("planar_60", 10, 32, "power:4", "latest", {}),
+    ("spectre_sbm", 8, 64, "power:3", "best_val",
+     {"buckets": "64,96,128,187", "pad_multiple": 32, "logit_scale": 0.9, "num_epochs": 2000,
+      "validity": "sbm"}),
+    ("spectre_comm20", 8, 128, "power:3", "best_val", {"metric": "mmd", "validity": ""}),
+])
+def test_the_other_spectre_style_recipes(name, blocks, steps, grid, checkpoint, extra):
+    from ddgjax.configuration import get_config
+
+    cfg = get_config(name)
+    assert cfg.model.ppgn.num_blocks == blocks
+    assert (cfg.sample.num_steps, cfg.sample.grid, cfg.sample.checkpoint) == \
+        (steps, grid, checkpoint)
+    where = {"buckets": cfg.data, "pad_multiple": cfg.model.ppgn, "logit_scale": cfg.sample,
+             "num_epochs": cfg.train, "validity": cfg.validation, "metric": cfg.validation}
+    for key, value in extra.items():
+        assert where[key][key] == value, key
+
+
+@pytest.mark.parametrize("name, spec, algorithm", [
+    ("community_small", "community_small,ppgn,simple", 0),
+    ("ego_small", "ego_small,ppgn,simple", 1),     # Algorithm 1 on the L_simple model
+    ("sbm_27", "sbm_27,ppgn,vb", 0)])
+def test_the_small_datasets_use_their_best_paper_row(name, spec, algorithm):
+    from ddgjax.configuration import get_config
+
+    expected = paper.get_config(spec)
+    expected.sample.algorithm = algorithm
+    assert get_config(name).to_dict() == expected.to_dict()
+
+
+def test_default_has_at_most_45_keys():
+    def leaves(d):
+        return sum(leaves(v) if isinstance(v, dict) else 1 for v in d.values())
+
+    assert leaves(default.get_config().to_dict()) <= 45
 
 
 # ----------------------------------------------------------------------------
@@ -177,11 +163,9 @@ def test_every_paper_experiment_has_a_name():
 
     names = bundled_configs()
     for spec in paper.all_specs():
-        name = spec.replace(",", "_")
-        assert names[name] == ("paper.py", spec)
-        assert get_config(name).to_dict() == paper.get_config(spec).to_dict()
-    assert {"quickstart", "test", "default", "best_planar_60"} <= set(names)
-    assert "ego_small_ppgn_simple" in names
+        assert names[spec.replace(",", "_")] == ("paper.py", spec)
+        assert get_config("paper:" + spec).to_dict() == paper.get_config(spec).to_dict()
+    assert {"quickstart", "test", "default", "spectre_planar_64"} <= set(names)
 
 
 def test_config_names_and_paths_resolve_alike(tmp_path, monkeypatch):
@@ -190,35 +174,24 @@ def test_config_names_and_paths_resolve_alike(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)   # names work from any directory
     path, _, arg = resolve_config_arg("ego_small_ppgn_simple").partition(":")
     assert os.path.basename(path) == "paper.py" and arg == "ego_small,ppgn,simple"
+    assert resolve_config_arg("paper:ego_small,ppgn,simple") == f"{path}:{arg}"
     cfg = get_config("test")
     assert cfg.diffusion.num_timesteps == 8
     cfg.train.num_epochs = 3                      # existing fields can change ...
     with pytest.raises(AttributeError):
         cfg.train.num_epoch = 3                   # ... a misspelt one cannot be added
-    spec_path = f"{path}:planar_60,ppgn,vb"
-    assert get_config(spec_path).diffusion.loss == "vb"
+    assert get_config(f"{path}:planar_60,ppgn,vb").diffusion.loss == "vb"
     with pytest.raises(ConfigError, match="nope.py not found"):
         resolve_config_arg("configs/nope.py")
     with pytest.raises(ConfigError, match="neither a config file nor a bundled config"):
         resolve_config_arg("ego_small_ppgn")
+    with pytest.raises(ValueError, match="unknown dataset 'nope'"):
+        get_config("paper:nope,ppgn,simple")
 
 
-def test_paper_configs_read_the_bundled_datasets_unless_ddgjax_data_is_set(monkeypatch):
-    from ddgjax.data import BUNDLED_NAMES
-
-    monkeypatch.setattr(paper, "DATA_DIR", "")
-    assert paper.get_config("sbm_27,ppgn,simple").data.source == "sbm_27" in BUNDLED_NAMES
-    monkeypatch.setattr(paper, "DATA_DIR", "/my/data")
-    assert paper.get_config("sbm_27,ppgn,simple").data.source == "/my/data/sbm_27.json"
-
-
-@pytest.mark.parametrize("field, value", [("log_every_epochs", 0),
-                                          ("checkpoint_every_epochs", 0),
-                                          ("num_epochs", 0), ("batch_size", 0)])
+@pytest.mark.parametrize("field, value", [("checkpoint_every_epochs", 0), ("num_epochs", 0),
+                                          ("batch_size", 0), ("lr", 0.0)])
 def test_validate_config_names_the_train_field(field, value):
-    """Values no training loop can use are refused by field before anything trains
-    (log_every_epochs = 0 used to stop a run with a division by zero after its first
-    chunk)."""
     from configs import test as test_config
     from ddgjax.configuration import ConfigError, validate_config
 
@@ -230,8 +203,7 @@ def test_validate_config_names_the_train_field(field, value):
 
 @pytest.mark.parametrize("value", [0, -32, True])
 def test_validate_config_refuses_a_bad_pad_multiple(value):
-    """config.model.ppgn.pad_multiple must be an integer >= 1; the error names the field
-    before anything trains. (ml_collections itself refuses a float or string there.)"""
+    """config.model.ppgn.pad_multiple must be an integer >= 1, and above 1 only for PPGN."""
     from configs import test as test_config
     from ddgjax.configuration import ConfigError, validate_config
 
@@ -245,3 +217,70 @@ def test_validate_config_refuses_a_bad_pad_multiple(value):
     cfg.model.name = "edp"
     with pytest.raises(ConfigError, match="pad_multiple: only for PPGN"):
         validate_config(cfg)
+
+
+def test_validate_config_refuses_an_unknown_checkpoint():
+    from configs import test as test_config
+    from ddgjax.configuration import ConfigError, validate_config
+
+    cfg = test_config.get_config()
+    cfg.sample.checkpoint = "last"
+    with pytest.raises(ConfigError, match="config.sample.checkpoint: expected one of"):
+        validate_config(cfg)
+
+
+# ----------------------------------------------------------------------------
+# configs recorded by ddgjax 0.1 (ddgjax.configuration.upgrade_run_config)
+
+
+def old_config() -> dict:
+    with open(REPO / "tests" / "data" / "run_v0_1" / "config.json") as f:
+        return json.load(f)
+
+
+def test_the_0_1_fixture_upgrades_to_todays_keys():
+    from ddgjax.configuration import complete_run_config
+
+    cfg = complete_run_config(old_config(), "run/config.json")
+    assert cfg.to_dict().keys() == default.get_config().to_dict().keys()
+    assert (cfg.model.ppgn.hidden, cfg.model.ppgn.kernels, cfg.sample.checkpoint) == \
+        (8, "xla", "best")
+
+
+@pytest.mark.parametrize("fused, pallas, kernels", [(False, False, "xla"), (True, False, "xla"),
+                                                    (True, True, "pallas")])
+def test_fused_and_pallas_become_kernels(fused, pallas, kernels):
+    from ddgjax.configuration import complete_run_config
+
+    tree = old_config()
+    tree["model"]["ppgn"].update(fused=fused, pallas=pallas)
+    assert complete_run_config(tree, "c.json").model.ppgn.kernels == kernels
+
+
+def test_removed_levers_at_off_are_dropped_and_on_are_refused_in_one_line():
+    from ddgjax.configuration import ConfigError, complete_run_config
+
+    tree = old_config()
+    tree["model"]["ppgn"].update(film=False, walk_features=0, fp8_weights=False)
+    tree["sample"].update(target_guidance=0.0, final_pass=False)
+    tree["train"].update(flat_update=False, concurrent_kernels=True)   # dropped whatever
+    complete_run_config(tree, "c.json")
+    tree["model"]["ppgn"]["film"] = True
+    with pytest.raises(ConfigError) as err:
+        complete_run_config(tree, "runs/x/config.json")
+    msg = str(err.value)
+    assert "runs/x/config.json" in msg and "model.ppgn.film = True" in msg and "\n" not in msg
+    assert "0.1.0" in msg
+
+
+def test_the_graph_transformer_and_unknown_keys_are_refused():
+    from ddgjax.configuration import ConfigError, complete_run_config
+
+    tree = old_config()
+    tree["model"]["name"] = "gt"
+    with pytest.raises(ConfigError, match="graph transformer"):
+        complete_run_config(tree, "c.json")
+    tree = old_config()
+    tree["train"]["warmup"] = 10
+    with pytest.raises(ConfigError, match="unknown config key train.warmup"):
+        complete_run_config(tree, "c.json")

@@ -166,69 +166,47 @@ def test_resume_may_change_remat_and_compute_dtype():
     assert run_differences(old, {}, new, {}) == ["model.ppgn.hidden (8 -> 16)"]
 
 
-def test_resume_refuses_new_options_an_old_run_did_not_have():
-    """A config recorded before walk_features, spectral_features, self_condition, dropout,
-    film, the graph transformer's walk_features, weight_decay, the PPGN norm or step
-    unrolling existed reads them as off: resuming it with one of them on, or switching
-    Adam <-> AdamW, is refused; another nonzero weight decay is not."""
-    from ddgjax.workdir import run_differences
-    old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}}, "train": {"batch_size": 4}}
-    new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "walk_features": 0}},
-           "train": {"batch_size": 4, "weight_decay": 0.0}}
-    assert run_differences(old, {}, new, {}) == []
-    new["model"]["ppgn"]["walk_features"] = 4
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.walk_features (0 -> 4)"]
-    new["model"]["ppgn"]["walk_features"] = 0
-    new["model"]["ppgn"]["spectral_features"] = 2
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.spectral_features (0 -> 2)"]
-    new["model"]["ppgn"]["spectral_features"] = 0
-    new["model"]["ppgn"]["self_condition"] = True
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.self_condition (False -> True)"]
-    new["model"]["ppgn"]["self_condition"] = False
-    new["model"]["ppgn"]["dropout"] = 0.1
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.dropout (0.0 -> 0.1)"]
-    new["model"]["ppgn"]["dropout"] = 0.0
-    new["model"]["ppgn"]["film"] = True
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.film (False -> True)"]
-    new["model"]["ppgn"]["film"] = False
-    gt_old = {"model": {"name": "gt", "gt": {"num_layers": 4}}, "train": {"batch_size": 4}}
-    gt_new = {"model": {"name": "gt", "gt": {"num_layers": 4, "walk_features": 16}},
-              "train": {"batch_size": 4}}
-    assert run_differences(gt_old, {}, gt_new, {}) == ["model.gt.walk_features (0 -> 16)"]
-    gt_new["model"]["gt"]["walk_features"] = 0
-    assert run_differences(gt_old, {}, gt_new, {}) == []
-    new["model"]["ppgn"]["norm"] = "layer"
-    assert run_differences(old, {}, new, {}) == ["model.ppgn.norm ('instance' -> 'layer')"]
-    new["model"]["ppgn"]["norm"] = "instance"
-    new["diffusion"] = {"unroll_prob": 0.5}
-    assert run_differences(old, {}, new, {}) == ["diffusion.unroll_prob (0.0 -> 0.5)"]
-    new["diffusion"]["unroll_prob"] = 0.0
-    assert run_differences(old, {}, new, {}) == []
-    new["train"]["weight_decay"] = 0.1
-    assert [d.split(" (")[0] for d in run_differences(old, {}, new, {})] == ["train.weight_decay"]
-    old["train"]["weight_decay"] = 0.05
-    assert run_differences(old, {}, new, {}) == []
+def test_an_old_record_resumes_in_todays_keys_and_a_removed_lever_is_refused(run_copy,
+                                                                             capsys):
+    """A config.json written by an earlier version (``workdir.read_run_record`` reads it
+    through ``configuration.complete_run_config``): keys of removed levers at their off
+    value and dropped settings go, and the run is the same run; one that used a removed
+    lever is refused in one line naming the key, and nothing is written."""
+    from ddgjax.workdir import check_same_run, read_run_record
+
+    path = run_copy / "config.json"
+    record = json.loads(path.read_text())
+    record["train"].update(weight_decay=0.0, b1=0.9, flat_update=False)
+    path.write_text(json.dumps(record))
+    config, dataset = read_run_record(str(run_copy))
+    assert "weight_decay" not in config.train and "flat_update" not in config.train
+    check_same_run(str(run_copy), test_config.get_config(), dataset)
+    record["train"]["weight_decay"] = 0.1
+    path.write_text(json.dumps(record))
+    before = digest(run_copy)
+    assert train_cli.main(train_args(run_copy)) == 1
+    assert "train.weight_decay" in error_line(capsys)
+    assert digest(run_copy) == before
 
 
 def test_resume_ignores_what_the_run_does_not_use():
-    """The sections of models the run does not use, the Gaussian sampler's eta / clip_x0
-    and data.allow_pickle may change on a resume; the run's own model section may not."""
+    """The section of the model the run does not use, the Gaussian sampler's eta, the
+    kernels and data.allow_pickle may change on a resume; the run's own model section may
+    not."""
     from ddgjax.workdir import run_differences
-    old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}, "edp": {"hidden": 8},
-                     "gt": {"num_layers": 4}},
-           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 1.0, "clip_x0": True,
-                                                          "schedule": "cosine"}},
+    old = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "kernels": "xla"},
+                     "edp": {"hidden": 8}},
+           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 1.0}},
            "data": {"allow_pickle": False}}
-    new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8}, "edp": {"hidden": 4},
-                     "gt": {"num_layers": 2}},
-           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 0.0, "clip_x0": False,
-                                                          "schedule": "cosine"}},
+    new = {"model": {"name": "ppgn", "ppgn": {"hidden": 8, "kernels": "pallas"},
+                     "edp": {"hidden": 4}},
+           "diffusion": {"kind": "gaussian", "gaussian": {"eta": 0.0}},
            "data": {"allow_pickle": True}}
     assert run_differences(old, {}, new, {}) == []
     new["model"]["ppgn"]["hidden"] = 16
-    new["diffusion"]["gaussian"]["schedule"] = "linear"
+    old["diffusion"]["num_timesteps"], new["diffusion"]["num_timesteps"] = 32, 64
     assert run_differences(old, {}, new, {}) == [
-        "diffusion.gaussian.schedule ('cosine' -> 'linear')", "model.ppgn.hidden (8 -> 16)"]
+        "diffusion.num_timesteps (32 -> 64)", "model.ppgn.hidden (8 -> 16)"]
     new["model"]["name"] = "edp"   # another model: its own section now counts
     assert "model.name ('ppgn' -> 'edp')" in run_differences(old, {}, new, {})
 
@@ -243,30 +221,6 @@ def test_resume_refuses_another_training_seed():
         "train.seed (0 -> 7)"]
 
 
-def test_resume_of_an_unrolled_run_keeps_its_sampler():
-    """A step-unrolled run trains on one step of the config's sampler (its step count,
-    grid, algorithm and levers): resuming it with another one is refused by key; a run
-    without unrolling may change its sampler freely."""
-    from ddgjax.workdir import UNROLLED_SAMPLER_KEYS, run_differences
-    sample = {"num_steps": 64, "algorithm": 2, "grid": "power:3", "logit_scale": 0.9}
-    old = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample)}
-    new = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, num_samples=40)}
-    assert run_differences(old, {}, new, {}) == []
-    for key, value in (("num_steps", 32), ("grid", "uniform"), ("logit_scale", 1.0)):
-        changed = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, **{key: value})}
-        assert run_differences(old, {}, changed, {}) == [
-            f"sample.{key} ({sample[key]!r} -> {value!r})"]
-        assert f"sample.{key}" in UNROLLED_SAMPLER_KEYS
-        plain_old = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample)}
-        plain_new = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample, **{key: value})}
-        assert run_differences(plain_old, {}, plain_new, {}) == []
-    # unrolling switched on at a resume is refused as such, and the sampler keys with it
-    switched = {"diffusion": {"unroll_prob": 0.5}, "sample": dict(sample, num_steps=32)}
-    plain = {"diffusion": {"unroll_prob": 0.0}, "sample": dict(sample)}
-    assert run_differences(plain, {}, switched, {}) == [
-        "diffusion.unroll_prob (0.0 -> 0.5)", "sample.num_steps (64 -> 32)"]
-
-
 def test_missing_config_file_is_one_line(tmp_path, capsys):
     code = train_cli.main(["ddgjax-train", "--config", str(tmp_path / "nope.py"),
                            f"--workdir={tmp_path / 'w'}"])
@@ -278,7 +232,7 @@ def test_missing_config_file_is_one_line(tmp_path, capsys):
 def test_unknown_config_name_lists_the_bundled_ones(tmp_path, capsys):
     assert train_cli.main(["ddgjax-train", "--config", "ego_small_ppgn", "--workdir",
                            str(tmp_path)]) == 2
-    assert "ego_small_ppgn_simple" in error_line(capsys)
+    assert "spectre_planar_64" in error_line(capsys)
 
 
 def test_unwritable_workdir_is_one_line(tmp_path, capsys):

@@ -1,21 +1,16 @@
-"""Flat train states (ddgjax.flat_state): the steps on flat vectors are the leaf-by-leaf
-steps, and the trees come back exactly."""
+"""Flat train states (ddgjax.flat_state): the chunks' steps on flat vectors are the
+leaf-by-leaf steps (the path of a state that cannot be laid flat), and the trees come
+back exactly."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from ddgjax import input_pipeline, training
 from ddgjax.flat_state import FlatLayout
 from ddgjax.parallel import batch_sharded, make_mesh, put_global, replicate
 from tests.test_training import run_chunk, tiny_setup
-
-
-def _optimizer(cfg, kind):
-    if kind == "adamw_clip":
-        cfg.train.weight_decay = 0.1
-        cfg.train.grad_clip = 0.5
-    return training.make_optimizer(cfg.train, 1)
 
 
 def _leaves_equal(a, b):
@@ -26,11 +21,8 @@ def _leaves_equal(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-@pytest.mark.parametrize("kind", ["adam", "adamw_clip"])
-def test_flatten_then_unflatten_is_the_state(kind):
-    cfg, model, process, _, _, _ = tiny_setup("ppgn", "simple")
-    tx = _optimizer(cfg, kind)
-    state = training.init_state(model, tx, jax.random.key(0), 20)
+def test_flatten_then_unflatten_is_the_state():
+    cfg, model, process, tx, state, _ = tiny_setup("ppgn", "simple")
     # distinct values in every part (Adam's moments start equal), so a swap would show
     leaves, treedef = jax.tree_util.tree_flatten(state.opt_state)
     keys = jax.random.split(jax.random.key(5), len(leaves))
@@ -49,25 +41,9 @@ def test_flatten_then_unflatten_is_the_state(kind):
     _leaves_equal(jax.jit(lambda s: layout.unflatten(layout.flatten(s), s))(state), state)
 
 
-@pytest.fixture
-def layouts(monkeypatch):
-    """Every ``FlatLayout.of`` result while the test runs: proves the flat path was taken."""
-    seen = []
-    real = FlatLayout.of.__func__
-
-    def spy(cls, state):
-        out = real(cls, state)
-        seen.append(out)
-        return out
-
-    monkeypatch.setattr(FlatLayout, "of", classmethod(spy))
-    return seen
-
-
 def test_no_flat_layout_for_mixed_dtypes_or_one_leaf():
     cfg, model, process, tx, state, _ = tiny_setup("ppgn", "simple")
     assert FlatLayout.of(state) is not None
-    import optax
     low = optax.adam(1e-3, mu_dtype=jnp.bfloat16)  # a moment of another dtype
     assert FlatLayout.of(state.replace(opt_state=low.init(state.params))) is None
     leaves, treedef = jax.tree_util.tree_flatten(state.params)
@@ -76,6 +52,29 @@ def test_no_flat_layout_for_mixed_dtypes_or_one_leaf():
     one = {"w": jnp.ones(3)}
     assert FlatLayout.of(training.TrainState(jnp.zeros((), jnp.int32), one, one,
                                              tx.init(one))) is None
+
+
+@pytest.fixture
+def flat_or_leaf(monkeypatch):
+    """``run(flat, fn)``: ``fn()`` with the chunks on the flat state (checked: a layout was
+    made) or leaf by leaf (``FlatLayout.of`` finds none, as for a state that cannot be
+    laid flat)."""
+    real = FlatLayout.of.__func__
+
+    def run(flat, fn):
+        seen = []
+
+        def spy(cls, state):
+            seen.append(real(cls, state) if flat else None)
+            return seen[-1]
+
+        with monkeypatch.context() as patch:
+            patch.setattr(FlatLayout, "of", classmethod(spy))
+            out = fn()
+        assert seen and all((x is not None) == flat for x in seen)
+        return out
+
+    return run
 
 
 def _logits(model, data):
@@ -97,77 +96,58 @@ def _assert_same_training(model, data, flat_out, leaf_out):
     logits = _logits(model, data)
     for ours, theirs in ((fs.params, ls.params), (fs.ema_params, ls.ema_params)):
         np.testing.assert_allclose(logits(ours), logits(theirs), rtol=1e-3, atol=1e-3)
-
-
-@pytest.mark.parametrize("kind", ["adam", "adamw_clip"])
-def test_flat_chunk_equals_leaf_by_leaf_chunk(kind, layouts):
-    cfg, model, process, _, _, data = tiny_setup("ppgn", "simple")
-    tx = _optimizer(cfg, kind)
-    state = training.init_state(model, tx, jax.random.key(0), 20)
-    mesh = make_mesh(jax.devices()[:1])
-    rng = np.random.default_rng(1)
-    idx = np.stack([rng.permutation(8) for _ in range(6)]).astype(np.int32)
-    outs = [run_chunk(training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
-                                                0.9, flat=flat), state, data, idx, mesh)
-            for flat in (True, False)]
-    _assert_same_training(model, data, *outs)
-    assert layouts and all(x is not None for x in layouts)  # flat=True took the flat path
     # the optimizer state is a tree again, e.g. Adam's step count
-    counts = [[x for x in jax.tree_util.tree_leaves(o[0].opt_state) if x.ndim == 0]
-              for o in outs]
+    counts = [[x for x in jax.tree_util.tree_leaves(s.opt_state) if np.ndim(x) == 0]
+              for s in (fs, ls)]
     assert [int(c) for c in counts[0]] == [int(c) for c in counts[1]]
 
 
-def test_flat_weighted_chunk_equals_leaf_by_leaf(layouts):
+def test_flat_chunk_equals_leaf_by_leaf_chunk(flat_or_leaf):
+    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
+    mesh = make_mesh(jax.devices()[:1])
+    rng = np.random.default_rng(1)
+    idx = np.stack([rng.permutation(8) for _ in range(6)]).astype(np.int32)
+    outs = [flat_or_leaf(flat, lambda: run_chunk(
+                training.make_train_chunk(model, tx, process, mesh, jax.random.key(1), 0.9),
+                state, data, idx, mesh))
+            for flat in (True, False)]
+    _assert_same_training(model, data, *outs)
+
+
+def test_flat_weighted_chunk_equals_leaf_by_leaf(flat_or_leaf):
     """The size-bucket chunk (one weight per step) on four devices."""
     cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
     mesh = make_mesh(jax.devices()[:4])
     idx = np.tile(np.arange(8, dtype=np.int32), (3, 1))
     weights = np.array([1.0, 0.5, 2.0], np.float32)
     dev = replicate(input_pipeline.device_copy(data), mesh)
-    outs = []
-    for flat in (True, False):
+
+    def run():
         chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(2), 0.0,
-                                          weighted=True, flat=flat)
-        outs.append(chunk(replicate(state, mesh), dev.adj, dev.node_mask,
-                          put_global(idx, batch_sharded(mesh, 1)), replicate(weights, mesh)))
-    _assert_same_training(model, data, *outs)
-    assert layouts and all(x is not None for x in layouts)
+                                          weighted=True)
+        return chunk(replicate(state, mesh), dev.adj, dev.node_mask,
+                     put_global(idx, batch_sharded(mesh, 1)), replicate(weights, mesh))
+
+    _assert_same_training(model, data, *[flat_or_leaf(flat, run) for flat in (True, False)])
 
 
-@pytest.mark.parametrize("num_devices", [1, 4])
-def test_flat_seeds_chunk_equals_leaf_by_leaf(num_devices, layouts):
+def test_flat_seeds_chunk_equals_leaf_by_leaf(flat_or_leaf):
+    """Several runs in one program, data-parallel over four devices."""
     cfg, model, process, tx, _, data = tiny_setup("ppgn", "simple")
-    mesh = make_mesh(jax.devices()[:num_devices])
+    mesh = make_mesh(jax.devices()[:4])
     keys = jnp.stack([jax.random.key(11), jax.random.key(12)])
     states = [training.init_state(model, tx, jax.random.key(k), 20) for k in (3, 4)]
     stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *states)
     idx = np.tile(np.arange(8, dtype=np.int32), (3, 2, 1))
     dev = replicate(input_pipeline.device_copy(data), mesh)
-    outs = [training.make_train_chunk_seeds(model, tx, process, mesh, keys, 0.9, flat=flat)(
-                replicate(stacked, mesh), dev.adj, dev.node_mask,
-                put_global(idx, batch_sharded(mesh, 2)))
-            for flat in (True, False)]
+
+    def run():
+        chunk = training.make_train_chunk_seeds(model, tx, process, mesh, keys, 0.9)
+        return chunk(replicate(stacked, mesh), dev.adj, dev.node_mask,
+                     put_global(idx, batch_sharded(mesh, 2)))
+
+    outs = [flat_or_leaf(flat, run) for flat in (True, False)]
     for r in range(2):
         pick = lambda o: (jax.tree_util.tree_map(lambda a: np.asarray(a)[r], o[0]),
                           np.asarray(o[1])[:, r])
         _assert_same_training(model, data, pick(outs[0]), pick(outs[1]))
-    assert layouts and all(x is not None for x in layouts)
-
-
-@pytest.mark.parametrize("flat_update", [True, False])
-def test_the_training_loop_passes_config_flat_update_on(monkeypatch, tmp_path, flat_update):
-    from configs import test as test_config
-    asked = []
-    real = training.make_train_chunk
-
-    def spy(*args, **kwargs):
-        asked.append(kwargs.get("flat"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(training, "make_train_chunk", spy)
-    cfg = test_config.get_config()
-    cfg.train.num_epochs = 1
-    cfg.train.flat_update = flat_update
-    training.train(cfg, str(tmp_path), verbose=False)
-    assert asked == [flat_update]

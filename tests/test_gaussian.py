@@ -351,12 +351,12 @@ def test_from_config_reads_the_gaussian_keys():
     cfg = gaussian_test_config()
     p = gaussian.from_config(cfg)
     assert (p.schedule_name, p.num_timesteps, p.eta, p.clip_x0) == ("cosine", T, 1.0, True)
-    cfg.diffusion.gaussian.eta, cfg.diffusion.gaussian.clip_x0 = 0.0, False
+    cfg.diffusion.gaussian.eta = 0.0
     s = gaussian.from_config(cfg).sampler(3)
-    assert (s.eta, s.clip_x0, s.num_steps) == (0.0, False, 3)
-    assert s.info == {"process": "gaussian", "num_steps": 3, "eta": 0.0, "clip_x0": False}
-    s = gaussian.from_config(cfg).sampler(3, eta=0.5, clip_x0=True)  # options override
-    assert (s.eta, s.clip_x0) == (0.5, True)
+    assert (s.eta, s.clip_x0, s.num_steps) == (0.0, True, 3)
+    assert s.info == {"process": "gaussian", "num_steps": 3, "eta": 0.0, "clip_x0": True}
+    s = gaussian.from_config(cfg).sampler(3, eta=0.5, clip_x0=False)  # options override
+    assert (s.eta, s.clip_x0) == (0.5, False)
     # A run config written before diffusion.gaussian existed gets the defaults.
     del cfg.diffusion["gaussian"]
     assert gaussian.from_config(cfg) == GaussianProcess("cosine", T, 1.0, True)

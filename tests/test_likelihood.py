@@ -17,9 +17,8 @@ from ddgjax.level_diagnostics import blind_logits
 from ddgjax.likelihood import (density_bits_per_pair, edge_density, elbo_grid,
                                exact_nelbo_by_enumeration)
 from ddgjax.processes import BitFlipProcess
-from ddgjax.processes.bitflip import sampling_grid
-from ddgjax.processes.elbo import nelbo_draws, prior_term, summarize_draws
-from ddgjax.processes.flip_schedules import make_schedule
+from ddgjax.processes.bitflip import make_schedule, sampling_grid
+from ddgjax.processes.bitflip.elbo import nelbo_draws, prior_term, summarize_draws
 from ddgjax.sampling import SamplingError
 
 

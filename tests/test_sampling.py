@@ -5,6 +5,7 @@ import shutil
 import chex
 import jax
 import jax.numpy as jnp
+import ml_collections
 import networkx as nx
 import numpy as np
 import pytest
@@ -100,16 +101,17 @@ def test_samples_do_not_depend_on_the_device_count(workdir):
     assert sampling._batch_mesh(jnp.zeros(4)) is None
 
 
-def test_the_kernel_backend_is_part_of_the_compiled_samplers_key(workdir, monkeypatch):
-    """DDGJAX_PALLAS_BACKEND is read when a program is traced: a changed value gets its
-    own compiled sampler instead of the one traced under the old value."""
+def test_the_compiled_sampler_is_kept_per_model_and_sampler(workdir, monkeypatch):
+    """compiled_sampler returns the jitted function it made for the same model and sampler,
+    and makes another for another sampler or a model that computes otherwise (the model
+    holds its kernel choice: no environment variable keys the cache)."""
     run = sampling.load_run(str(workdir))
+    monkeypatch.setattr(sampling, "_COMPILED", {})
     sampler = run.process.sampler(None, False)
-    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "triton")
-    triton = sampling.compiled_sampler(run.model, sampler)
-    assert sampling.compiled_sampler(run.model, sampler) is triton
-    monkeypatch.setenv("DDGJAX_PALLAS_BACKEND", "mosaic")
-    assert sampling.compiled_sampler(run.model, sampler) is not triton
+    fn = sampling.compiled_sampler(run.model, sampler)
+    assert sampling.compiled_sampler(run.model, run.process.sampler(None, False)) is fn
+    assert sampling.compiled_sampler(run.model, run.process.sampler(2, False)) is not fn
+    assert sampling.compiled_sampler(run.model.clone(kernels="pallas"), sampler) is not fn
 
 
 def test_bad_requests_are_sampling_errors(workdir):
@@ -141,10 +143,11 @@ def test_sample_directory(workdir, tmp_path):
     assert {"degree", "clustering", "orbit", "workdir", "num_steps"} <= set(ev)
 
 
-@pytest.mark.parametrize("module,fn", [(bitflip, "sample_graphs"), (gaussian, "sample_graphs")])
+@pytest.mark.parametrize("module,fn", [(bitflip.sampler, "sample_graphs"),
+                                       (gaussian, "sample_graphs")])
 def test_sampler_compiles_once_per_shape(module, fn, monkeypatch, tmp_path):
     """Several seeds and batches of one shape trace the reverse chain once."""
-    kind = "discrete" if module is bitflip else "gaussian"
+    kind = "discrete" if module is bitflip.sampler else "gaussian"
     wd = OLD_RUN if kind == "discrete" else None
     if wd is None:
         wd = tmp_path / "g"
@@ -197,35 +200,63 @@ def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
     got = [{"n": g.number_of_nodes(), "edges": sorted([min(e), max(e)] for e in g.edges())}
            for g in res["graphs"]]
     assert got == [{"n": g["n"], "edges": sorted(g["edges"])} for g in expected]
+    assert run.checkpoint == "best"            # recorded without config.sample.checkpoint
     with pytest.raises(sampling.SamplingError, match="no 'latest' checkpoint"):
         sampling.load_run(str(wd), "latest")
 
 
+def test_the_checkpoint_defaults_to_the_runs_config(tmp_path):
+    """load_run(checkpoint=None) loads config.sample.checkpoint (the recipe's), a given one
+    overrides it, and a name that is no checkpoint is refused by field."""
+    wd = tmp_path / "run"
+    shutil.copytree(OLD_RUN, wd)
+    config = json.loads((wd / "config.json").read_text())
+    config["sample"]["checkpoint"] = "latest"        # the fixture has only 'best'
+    (wd / "config.json").write_text(json.dumps(config))
+    with pytest.raises(sampling.SamplingError, match="no 'latest' checkpoint"):
+        sampling.load_run(str(wd))
+    assert sampling.load_run(str(wd), "best").checkpoint == "best"
+    with pytest.raises(sampling.SamplingError, match="checkpoint: expected one of"):
+        sampling.load_run(str(wd), "worst")
+    cfg = ml_collections.ConfigDict({"sample": {"checkpoint": "best_val"}})
+    assert sampling.configured_checkpoint(cfg) == "best_val"
+    assert sampling.configured_checkpoint(cfg, "latest") == "latest"
+    cfg.sample.checkpoint = "worst"
+    with pytest.raises(sampling.SamplingError, match="config.sample.checkpoint: expected"):
+        sampling.configured_checkpoint(cfg)
+
+
 def test_fast_sampling_path_keeps_the_parameters_and_nearly_all_pairs(workdir):
-    """load_run(compute_dtype="bfloat16", pallas=True): the same parameters, the Pallas
-    kernels in the program, and samples that differ from the float32 ones only where
-    bfloat16 rounding moves a draw (a small fraction of pairs); pallas on a non-PPGN
-    model or a bad dtype is a SamplingError."""
+    """load_run(compute_dtype="bfloat16", kernels="pallas"): the same parameters, the
+    Pallas kernels chosen, and samples that differ from the float32 ones only where
+    bfloat16 rounding moves a draw (a small fraction of pairs); Pallas kernels for a
+    non-PPGN model, an unknown kernel choice or a bad dtype is a SamplingError."""
+    import ml_collections
+
     plain = sampling.load_run(str(workdir))
     if plain.config.model.name != "ppgn" or plain.config.diffusion.kind != "discrete":
         pytest.skip("the fast path is the bit-flip PPGN's")
-    fast = sampling.load_run(str(workdir), compute_dtype="bfloat16", pallas=True)
+    fast = sampling.load_run(str(workdir), compute_dtype="bfloat16", kernels="pallas")
     chex.assert_trees_all_equal(plain.params, fast.params)
-    assert fast.config.model.ppgn.pallas and fast.config.model.compute_dtype == "bfloat16"
-    assert not plain.config.model.ppgn.get("pallas", False)
+    assert fast.config.model.ppgn.kernels == "pallas"
+    assert fast.config.model.compute_dtype == "bfloat16"
+    assert plain.config.model.ppgn.get("kernels", "xla") == "xla"
     a = sampling.generate(plain, 16, seed=5, batch_size=16)["adj"]
     b = sampling.generate(fast, 16, seed=5, batch_size=16)["adj"]
     assert np.mean(a != b) < 0.1
     with pytest.raises(sampling.SamplingError, match="compute_dtype"):
         sampling.load_run(str(workdir), compute_dtype="float16")
+    with pytest.raises(sampling.SamplingError, match="kernels: expected one of"):
+        sampling.load_run(str(workdir), kernels="triton")
+    edp = ml_collections.ConfigDict({"model": {"name": "edp"}})
+    with pytest.raises(sampling.SamplingError, match="kernels: .* PPGN only.*'edp'"):
+        sampling.sampling_config(edp, kernels="pallas")
 
 
 def test_pad_multiple_at_sampling_keeps_the_function_and_the_draws(workdir):
     """load_run(pad_multiple=m): the same parameters, the PPGN padding its node axis to a
     multiple of m inside the call (20 -> 24 here), and the same samples up to float
     rounding; a bad value, or padding for another model, is a SamplingError naming it."""
-    import ml_collections
-
     plain = sampling.load_run(str(workdir))
     if plain.config.model.name != "ppgn":
         pytest.skip("the padding is the PPGN's")
@@ -251,8 +282,7 @@ def test_pad_multiple_at_sampling_keeps_the_function_and_the_draws(workdir):
 def test_sample_graphs_key_forms():
     """One shared key (typed or legacy raw), or per-graph keys ([B] typed, [B, 2] raw);
     a per-graph key count that does not match the batch is a clear error."""
-    from ddgjax.processes.flip_schedules import make_schedule
-    sched = make_schedule("linear", 4)
+    sched = bitflip.make_schedule("linear", 4)
     mask = jnp.ones((2, 5), bool)
     denoise = lambda a, m, t, s: jnp.zeros(a.shape)
     for key in (jax.random.key(0), jax.random.PRNGKey(0), jax.random.split(jax.random.key(0), 2),
@@ -264,8 +294,6 @@ def test_sample_graphs_key_forms():
 
 
 def test_configured_num_steps_prefers_the_request_then_the_config():
-    import ml_collections
-
     from ddgjax.sampling import configured_num_steps
     cfg = ml_collections.ConfigDict({"sample": {"num_steps": 64}})
     assert configured_num_steps(cfg, 32) == 32

@@ -116,3 +116,36 @@ def test_top_level_scripts_are_thin():
     for script in ("train.py", "sample.py"):
         text = (REPO / script).read_text()
         assert "sys.path" not in text and "from ddgjax.cli." in text
+
+
+# The modules whose behaviour no environment variable may steer (the graph-tool
+# interpreter and the compile-cache folder are read in ddgjax/metrics and ddgjax/cli).
+STEERED_ONLY_BY_CONFIG = ("models", "kernels", "processes", "training", "sampling.py",
+                          "sample_writer.py", "completion.py", "likelihood.py", "trained.py")
+
+
+def test_no_environment_variable_steers_the_model_process_training_or_sampling():
+    offenders = []
+    for name in STEERED_ONLY_BY_CONFIG:
+        path = PACKAGE / name
+        for p in ([path] if path.suffix == ".py" else path.rglob("*.py")):
+            if p.exists() and "os.environ" in p.read_text():
+                offenders.append(str(p.relative_to(REPO)))
+    assert offenders == []
+
+
+def test_modules_stay_livable():
+    """No module of ddgjax/ over 600 lines; the PPGN readable beside the paper (<= 300)."""
+    sizes = {str(p.relative_to(REPO)): len(p.read_text().splitlines())
+             for p in PACKAGE.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 600} == {}
+    assert sizes["ddgjax/models/ppgn.py"] <= 300
+
+
+def test_no_lab_notebook_words_in_code_configs_or_docs():
+    import re
+
+    pattern = re.compile(r"\b(round|session) [0-9]", re.IGNORECASE)
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "configs").glob("*.py"), REPO / "README.md",
+             *(REPO / "docs").glob("*.md")]
+    assert [str(p.relative_to(REPO)) for p in files if pattern.search(p.read_text())] == []

@@ -1,7 +1,7 @@
 """Training: losses go down, resume equals a straight run, devices and hosts agree."""
 import json
+from types import SimpleNamespace
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,12 +9,15 @@ import optax
 import pytest
 
 from configs import test as test_config
-from ddgjax import checkpoints, input_pipeline, training
+from ddgjax import buckets, checkpoints, input_pipeline, training
 from ddgjax.data import generate_graphs
 from ddgjax.graphs import graphs_to_batch
 from ddgjax.models import model_from_config
 from ddgjax.parallel import batch_sharded, make_mesh, put_global, replicate
-from ddgjax.processes import bitflip, process_from_config
+from ddgjax.processes import process_from_config
+from ddgjax.reporting import Progress
+from ddgjax.training import chunks, loop, runs
+from ddgjax.training import seeds as seeds_module
 
 
 def tiny_setup(model_name, loss, batch=8, **ppgn_options):
@@ -53,8 +56,7 @@ def run_chunk(chunk, state, data, idx, mesh):
 
 
 @pytest.mark.parametrize("model_name,loss", [("ppgn", "simple"), ("ppgn", "vb"),
-                                             ("edp", "simple"), ("edp", "vb"),
-                                             ("gt", "simple")])
+                                             ("edp", "simple")])
 def test_jitted_steps_lower_the_loss(model_name, loss):
     cfg, model, process, tx, state, data = tiny_setup(model_name, loss)
     mesh = make_mesh(jax.devices()[:1])
@@ -68,67 +70,36 @@ def test_jitted_steps_lower_the_loss(model_name, loss):
     assert after < 0.9 * before, (before, after)
 
 
-def test_fp8_weights_config_trains_the_rounded_model():
-    """``config.model.ppgn.fp8_weights=true`` reaches the model; its jitted steps lower the
-    loss, and the trained model is the plain one with its rounded weights."""
-    from ddgjax.models.ppgn import fp8_rounded_params
-    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple", fp8_weights=True)
-    assert model.fp8_weights
-    mesh = make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
-    before = fixed_loss(model, state.params, process, data)
-    idx = np.tile(np.arange(data.adj.shape[0], dtype=np.int32), (40, 1))
-    state, losses = run_chunk(chunk, state, data, idx, mesh)
-    assert np.all(np.isfinite(losses))
-    assert fixed_loss(model, state.params, process, data) < 0.9 * before
-    plain = model.clone(fp8_weights=False)
-    rounded = fp8_rounded_params(state.params, cfg.model.ppgn.hidden, cfg.model.ppgn.num_blocks)
-    t = jnp.zeros((data.adj.shape[0],), jnp.int32)
-    lv = jnp.full((data.adj.shape[0],), 0.2, jnp.float32)
-    args = (jnp.asarray(data.adj), jnp.asarray(data.node_mask), t, lv)
-    np.testing.assert_allclose(model.apply(state.params, *args), plain.apply(rounded, *args),
-                               rtol=1e-5, atol=1e-5)
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
-@pytest.mark.parametrize("field", ["fp8_weights", "fp8_activations"])
-def test_fp8_training_options_are_ppgn_options(field):
-    """``config.model.ppgn.fp8_weights`` / ``fp8_activations`` with another model is a
-    config error naming the field."""
-    from ddgjax.configuration import ConfigError, validate_config
-    cfg = test_config.get_config()
-    cfg.model.ppgn[field] = True
-    validate_config(cfg)                                   # (the test config is a PPGN)
-    cfg.model.name = "edp"
-    with pytest.raises(ConfigError, match=f"config.model.ppgn.{field}"):
-        validate_config(cfg)
+@pytest.fixture
+def compiles():
+    """The durations of the XLA compiles while the test runs (JAX's public monitoring
+    events: one ``BACKEND_COMPILE_EVENT`` per compile)."""
+    seen = []
+
+    def on_duration(event, duration, **_):
+        if event == BACKEND_COMPILE_EVENT:
+            seen.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    yield seen
+    jax.monitoring.unregister_event_duration_listener(on_duration)
 
 
-def test_fp8_activations_config_reaches_the_model_and_trains():
-    """``config.model.ppgn.fp8_activations=true`` reaches the model and its jitted steps
-    lower the loss (with fp8_weights too, as the float8 samplers would be run)."""
-    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple", fp8_weights=True,
-                                                      fp8_activations=True)
-    assert model.fp8_activations and model.fp8_weights
-    mesh = make_mesh(jax.devices()[:1])
-    chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
-    before = fixed_loss(model, state.params, process, data)
-    idx = np.tile(np.arange(data.adj.shape[0], dtype=np.int32), (40, 1))
-    state, losses = run_chunk(chunk, state, data, idx, mesh)
-    assert np.all(np.isfinite(losses))
-    assert fixed_loss(model, state.params, process, data) < 0.9 * before
-
-
-def test_train_step_compiles_once(monkeypatch):
-    """Three chunks of the same shape trace the step (and so the loss) once."""
+def test_train_step_compiles_once(compiles):
+    """Three chunks of the same shape compile the chunk once."""
     cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
-    monkeypatch.setattr(bitflip, "training_loss",
-                        chex.assert_max_traces(bitflip.training_loss, n=1))
     mesh = make_mesh(jax.devices()[:1])
     chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
     idx = np.tile(np.arange(8, dtype=np.int32), (2, 1))
+    counts = []
     for _ in range(3):
         state, _ = run_chunk(chunk, state, data, idx, mesh)
+        counts.append(len(compiles))
     assert int(state.step) == 6
+    assert counts[0] >= 1 and counts[1] == counts[2] == counts[0], counts
 
 
 def test_ema_update():
@@ -148,6 +119,43 @@ def test_epoch_batches_cover_every_graph_once():
     assert not np.array_equal(idx, input_pipeline.epoch_batches(10, 4, seed=0, epoch=4))
     both = input_pipeline.batches_for_epochs(10, 4, 0, 3, 5)
     np.testing.assert_array_equal(both[:3], idx)
+
+
+def test_chunk_calls_draw_each_runs_batches_as_alone():
+    """A chunk's calls (``chunks.chunk_calls``): without buckets one call holding the
+    epochs' batches of each run's seed (stacked runs side by side); with buckets one call
+    per step, in the epoch's interleaved bucket order, with its weight."""
+    setup = SimpleNamespace(buckets=None, num_graphs=10, batch_size=4, steps_per_epoch=3)
+    (call,), weights = chunks.chunk_calls(setup, [5], 2, 4, stacked=False, pieces=False)
+    assert weights is None and call.weight is None and call.data == 0
+    np.testing.assert_array_equal(call.idx, input_pipeline.batches_for_epochs(10, 4, 5, 2, 4))
+    (both,), _ = chunks.chunk_calls(setup, [5, 7], 2, 4, stacked=True, pieces=False)
+    assert both.idx.shape == (6, 2, 4)
+    np.testing.assert_array_equal(both.idx[:, 0], call.idx)
+    np.testing.assert_array_equal(both.idx[:, 1], input_pipeline.batches_for_epochs(10, 4, 7, 2, 4))
+    plan = buckets.plan_buckets(np.array([5, 9, 12, 20, 7, 14, 20, 3]), (8, 20), 2, 20)
+    setup = SimpleNamespace(buckets=plan, steps_per_epoch=plan.steps_per_epoch)
+    calls, weights = chunks.chunk_calls(setup, [1], 0, 2, stacked=False, pieces=True)
+    order, batches, step_weights = buckets.bucket_batches_for_epochs(plan, 1, 0, 2)
+    assert [c.data for c in calls] == order.tolist()
+    for c, idx, w in zip(calls, batches, step_weights, strict=True):
+        np.testing.assert_array_equal(c.idx, idx[None])
+        np.testing.assert_array_equal(c.weight, [w])
+    np.testing.assert_array_equal(weights, step_weights.reshape(2, plan.steps_per_epoch))
+
+
+def test_check_finite_and_the_interrupt_message():
+    losses = np.ones((3, 2))
+    training.check_finite(losses, 10, "wd")
+    losses[1, 0] = np.nan
+    with pytest.raises(training.TrainingError, match="non-finite training loss at epoch 12"):
+        training.check_finite(losses, 10, "wd")
+    say = lambda epoch, saved: training.interrupted_message({"epoch": epoch,
+                                                             "saved_epoch": saved})
+    assert say(None, None).startswith("interrupted before training began")
+    assert say(6, 6) == "interrupted at epoch 6; resume with the same command"
+    assert say(7, 6).endswith("(it continues from the checkpoint of epoch 6)")
+    assert say(3, None).endswith("(no checkpoint was saved yet: it starts at epoch 0)")
 
 
 def _params_of(workdir):
@@ -213,8 +221,7 @@ def test_batch_size_must_divide_over_devices(tmp_path):
         training.train(cfg, str(tmp_path / "x"), verbose=False, devices=jax.devices()[:4])
 
 
-@pytest.mark.parametrize("loss", ["simple", "vb"])
-def test_four_devices_match_one_device(loss):
+def test_four_devices_match_one_device():
     """The pmap pattern: the gradient is summed over devices exactly once.
 
     SGD makes the parameters a direct readout of the averaged gradients, so a
@@ -223,7 +230,6 @@ def test_four_devices_match_one_device(loss):
     """
     assert len(jax.devices()) >= 4, "conftest fakes 4 CPU devices"
     cfg = test_config.get_config()
-    cfg.diffusion.loss = loss
     data = graphs_to_batch(generate_graphs("community_small", 12, seed=1), 20)
     idx = np.stack([input_pipeline.epoch_batches(12, 8, 0, e)[-1] for e in range(3)])
     assert np.any(idx == 12)  # padding slots in every batch
@@ -254,36 +260,12 @@ def test_marginal_prior_density_is_fitted_and_recorded(tmp_path):
     assert load_run(str(tmp_path / "m")).process.prior_density == saved["prior_density"]
 
 
-def test_concurrent_kernels_reach_xla_and_change_no_number(tmp_path):
-    """config.train.concurrent_kernels: the chunks compile with XLA's concurrent kernel
-    schedule (a GPU option; a bad value of it fails at compile, so the options do reach
-    XLA), and the steps compute what they compute without it."""
-    assert training.chunk_compiler_options(False) is None
-    assert training.chunk_compiler_options(True) == {
-        "xla_gpu_command_buffer_scheduling_mode": "CONCURRENT"}
-    cfg, model, process, tx, state, data = tiny_setup("ppgn", "simple")
-    mesh = make_mesh(jax.devices()[:1])
-    idx = np.stack([np.random.default_rng(0).permutation(8)] * 3).astype(np.int32)
-    runs = [run_chunk(training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
-                                                compiler_options=opts), state, data, idx, mesh)
-            for opts in (None, training.chunk_compiler_options(True))]
-    np.testing.assert_array_equal(np.asarray(runs[0][1]), np.asarray(runs[1][1]))
-    bad = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1),
-                                    compiler_options={"xla_gpu_command_buffer_scheduling_mode":
-                                                      "NO_SUCH_MODE"})
-    with pytest.raises(Exception, match="NO_SUCH_MODE"):
-        run_chunk(bad, state, data, idx, mesh)
-    cfg.train.concurrent_kernels = True
-    assert training._Setup(cfg, jax.devices()[:1], str(tmp_path)).compiler_options == \
-        training.CONCURRENT_KERNELS
-
-
-@pytest.mark.parametrize("num_devices", [1, 4])
-def test_several_seeds_in_one_program_equal_separate_runs(num_devices):
+def test_several_seeds_in_one_program_equal_separate_runs():
     """make_train_chunk_seeds: run r of the stacked program is make_train_chunk with its
-    own initial state, key and batches (on one device and data-parallel over four)."""
+    own initial state, key and batches, data-parallel over four devices (on one device:
+    test_train_seeds_equals_runs_alone_resumes_and_catches_up, whole runs)."""
     cfg, model, process, tx, _, data = tiny_setup("ppgn", "simple")
-    mesh = make_mesh(jax.devices()[:num_devices])
+    mesh = make_mesh(jax.devices()[:4])
     keys = [jax.random.key(11), jax.random.key(12)]
     states = [training.init_state(model, tx, jax.random.key(k), 20) for k in (3, 4)]
     rng = np.random.default_rng(0)
@@ -405,7 +387,6 @@ def test_train_seeds_validates_per_run_and_interrupts_between_boundaries(tmp_pat
     cfg = test_config.get_config()
     cfg.validation.every_epochs = 2
     cfg.validation.num_samples = 4
-    cfg.validation.num_reference = 8
     cfg.sample.num_steps = 4
     real_start = checkpoints.CheckpointWriter.save
     kinds = []
@@ -446,50 +427,6 @@ def test_train_seeds_refuses_repeated_seeds_and_a_run_of_another_seed(tmp_path):
                              devices=ONE)
 
 
-def test_weight_decay_makes_adamw_and_shrinks_parameters():
-    """``train.weight_decay > 0``: a zero gradient still scales every parameter by
-    ``1 - lr * weight_decay`` (AdamW's decoupled decay); 0 is plain Adam (no change); a
-    negative value is a config error naming the field."""
-    from ddgjax.configuration import ConfigError, validate_config
-    cfg = test_config.get_config()
-    cfg.train.lr, cfg.train.lr_decay_per_epoch = 0.1, 1.0
-    params = {"w": jnp.array([1.0, -2.0]), "b": jnp.array(3.0)}
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    for wd, factor in [(0.5, 0.95), (0.0, 1.0)]:
-        cfg.train.weight_decay = wd
-        tx = training.make_optimizer(cfg.train, 1)
-        updates, _ = tx.update(zeros, tx.init(params), params)
-        new = optax.apply_updates(params, updates)
-        chex.assert_trees_all_close(new, jax.tree.map(lambda p: p * factor, params), rtol=1e-6)
-    cfg.train.weight_decay = -0.1
-    with pytest.raises(ConfigError, match="train.weight_decay"):
-        validate_config(cfg)
-    # a train config written before the field existed is plain Adam
-    import ml_collections
-    old = ml_collections.ConfigDict({k: v for k, v in cfg.train.to_dict().items()
-                                     if k != "weight_decay"})
-    tx = training.make_optimizer(old, 1)
-    updates, _ = tx.update(zeros, tx.init(params), params)
-    chex.assert_trees_all_close(optax.apply_updates(params, updates), params)
-
-
-@pytest.mark.parametrize("option", ["walk_features", "spectral_features"])
-def test_extra_input_channel_config_checks(option):
-    """walk_features / spectral_features: negative, or with the Gaussian baseline (signed
-    x_t), is a config error naming the field."""
-    from ddgjax.configuration import ConfigError, validate_config
-    cfg = test_config.get_config()
-    cfg.model.ppgn[option] = 3
-    validate_config(cfg)
-    cfg.diffusion.kind = "gaussian"
-    with pytest.raises(ConfigError, match=f"{option}.*0/1 graph"):
-        validate_config(cfg)
-    cfg.diffusion.kind = "discrete"
-    cfg.model.ppgn[option] = -2
-    with pytest.raises(ConfigError, match=f"config.model.ppgn.{option}"):
-        validate_config(cfg)
-
-
 @pytest.mark.parametrize("total,size", [(300, 30), (400, 40), (16, 8), (1000, 100), (7, 7),
                                         (3, 3), (97, 97), (24, 8)])
 def test_progress_piece_steps(total, size):
@@ -497,13 +434,12 @@ def test_progress_piece_steps(total, size):
     assert total % size == 0
 
 
-@pytest.mark.parametrize("epochs,spe,size", [(100, 2, 10), (100, 5, 10), (4, 5, 2), (4, 1, 4),
-                                             (50, 5, 5), (7, 2, 7), (1, 3, 1)])
-def test_progress_piece_epochs(epochs, spe, size):
-    """Pieces of whole epochs (size-ordered buckets): at least PROGRESS_MIN_STEPS steps
-    and a tenth of the chunk, dividing it."""
-    assert training.progress_piece_epochs(epochs, spe) == size
-    assert epochs % size == 0
+def _spy_chunks(monkeypatch, wrap):
+    """Replace the chunk builders the runs' setup calls with ``wrap(real chunk)``."""
+    for name in ("make_train_chunk", "make_train_chunk_seeds"):
+        real = getattr(runs, name)
+        monkeypatch.setattr(runs, name,
+                            lambda *args, real=real, **kwargs: wrap(real(*args, **kwargs)))
 
 
 def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, monkeypatch):
@@ -513,43 +449,34 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
     cfg = test_config.get_config()
     cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
     calls, shown = [], []
-    for name in ("make_train_chunk", "make_train_chunk_seeds", "make_train_chunk_buckets"):
-        real = getattr(training, name)
 
-        def spy(*args, real=real, **kwargs):
-            fn = real(*args, **kwargs)
+    def counting(fn):
+        def counted(state, adj, mask, idx, *rest):
+            calls.append(idx.shape[0])
+            return fn(state, adj, mask, idx, *rest)
+        return counted
 
-            def counted(state, adj, mask, idx, *rest):
-                calls.append(idx.shape[0])
-                return fn(state, adj, mask, idx, *rest)
-            return counted
-        monkeypatch.setattr(training, name, spy)
-    real_update = training.Progress.update
+    _spy_chunks(monkeypatch, counting)
+    real_update = Progress.update
 
     def update(bar, done, force=False, **info):
         shown.append(done)
         return real_update(bar, done, force, **info)
 
-    monkeypatch.setattr(training.Progress, "update", update)
+    monkeypatch.setattr(Progress, "update", update)
     quiet = training.train(cfg, str(tmp_path / "quiet"), verbose=False, devices=ONE)
     steps, spe = quiet["steps"], quiet["steps_per_epoch"]
     assert calls == [steps] and steps >= 16
     size = training.progress_piece_steps(steps)
-    for runs in ("one", "seeds"):
+    for which in ("one", "seeds"):
         calls.clear(), shown.clear()
-        if runs == "one":
+        if which == "one":
             training.train(cfg, str(tmp_path / "bar"), verbose=True, devices=ONE)
             _assert_same_run(tmp_path / "bar", tmp_path / "quiet")
         else:
             training.train_seeds(cfg, str(tmp_path / "bar_seeds"), [0, 1], verbose=True,
                                  devices=ONE)
-            quiet_seeds = training.train_seeds(cfg, str(tmp_path / "quiet_seeds"), [0, 1],
-                                               verbose=False, devices=ONE)
-            assert calls[-1] == steps and quiet_seeds["steps"] == steps
-            calls.pop()
-            for s in (0, 1):
-                _assert_same_run(tmp_path / "bar_seeds" / f"seed_{s}",
-                                 tmp_path / "quiet_seeds" / f"seed_{s}")
+            _assert_same_run(tmp_path / "bar_seeds" / "seed_0", tmp_path / "quiet")
         assert 1 < len(calls) and calls == [size] * (steps // size)
         within = [d for d in shown if 0 < d < cfg.train.num_epochs]
         assert within == [k * size / spe for k in range(1, steps // size)]
@@ -563,11 +490,9 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
     cfg = test_config.get_config()
     cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 6, 2
     events = []
-    real_chunk, real_save = training.make_train_chunk, training._Run.save
+    real_save = runs.TrainRun.save
 
-    def spy_chunk(*args, **kwargs):
-        fn = real_chunk(*args, **kwargs)
-
+    def counting(fn):
         def counted(state, *rest):
             events.append(("call", int(np.asarray(jax.device_get(state.step)))))
             if events.count("interrupt") and len([e for e in events if e[0] == "call"]) == 3:
@@ -579,8 +504,8 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
         events.append(("save", meta["epoch"]))
         return real_save(run, state, step, meta)
 
-    monkeypatch.setattr(training, "make_train_chunk", spy_chunk)
-    monkeypatch.setattr(training._Run, "save", spy_save)
+    _spy_chunks(monkeypatch, counting)
+    monkeypatch.setattr(runs.TrainRun, "save", spy_save)
     full = training.train(cfg, str(tmp_path / "full"), verbose=False, devices=ONE)
     spe = full["steps_per_epoch"]
     assert events == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe),
@@ -591,7 +516,6 @@ def test_boundary_work_runs_while_the_next_chunk_is_queued(tmp_path, monkeypatch
         training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
     assert events[1:] == [("call", 0), ("call", 2 * spe), ("save", 2), ("call", 4 * spe),
                           ("save", 4)]
-    from ddgjax import checkpoints
     assert checkpoints.latest_step(str(tmp_path / "cut"), "latest") == 4 * spe
     events.clear()
     training.train(cfg, str(tmp_path / "cut"), verbose=False, devices=ONE)
@@ -615,18 +539,17 @@ def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, mo
     import os
     import signal
 
-    from ddgjax import checkpoints
     cfg = test_config.get_config()
     cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 4, 2
     training.train(cfg, str(tmp_path / "full"), verbose=False, devices=ONE)
-    real_log = training._Run.log_chunk
+    real_log = runs.TrainRun.log_chunk
 
     def log_then_signal(run, losses, epoch, *rest):
         if epoch == 2:
             os.kill(os.getpid(), signal.SIGINT)   # held until the boundary is saved
         return real_log(run, losses, epoch, *rest)
 
-    monkeypatch.setattr(training._Run, "log_chunk", log_then_signal)
+    monkeypatch.setattr(runs.TrainRun, "log_chunk", log_then_signal)
     cut = str(tmp_path / "cut")
     with pytest.raises(KeyboardInterrupt, match="^interrupted at epoch 2; resume"):
         training.train(cfg, cut, verbose=False, devices=ONE)
@@ -636,60 +559,41 @@ def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, mo
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
 
 
-@pytest.mark.parametrize("kind", ["plain", "bar", "buckets", "seeds", "sized_seeds"])
-def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypatch, kind):
+@pytest.mark.parametrize("kind", ["bar", "buckets", "seeds"])
+def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypatch, kind,
+                                                              compiles):
     """A fresh run compiles its first chunk in the background from abstract arguments
-    (``first_chunk_specs``) while it initialises; its chunk calls then compile nothing
-    (the executable is in JAX's compilation cache), which fails if any shape, dtype or
-    sharding of the specs differs from the calls'. Without it the calls compile; the
-    two runs are the same run. Compiles are counted by JAX's public monitoring events
-    (one ``BACKEND_COMPILE_EVENT`` per XLA compile; the run without the background
-    compile must see some, so a renamed event fails here instead of passing)."""
-    compiles = []
-
-    def on_duration(event, duration, **_):
-        if event == BACKEND_COMPILE_EVENT:
-            compiles.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(on_duration)
-    try:
-        _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(on_duration)
-
-
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-def _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles):
+    (``chunks.first_chunk_specs``) while it initialises; its chunk calls then compile
+    nothing (the executable is in JAX's compilation cache), which fails if any shape,
+    dtype or sharding of the specs differs from the calls'. Without it (here: switched
+    off) the calls compile; the two runs are the same run. ``bar``: pieces of a chunk;
+    ``buckets``: one program per bucket; ``seeds``: several runs in one program."""
     cfg = test_config.get_config()
-    if kind in ("buckets", "sized_seeds"):
+    if kind == "buckets":
         cfg.data.buckets = "15,"        # two programs: buckets 15 and 20 (max_nodes)
         cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 2, 1
-    if kind == "sized_seeds":           # one program: both buckets, both seeds
-        cfg.data.bucket_order = "sizes"
     if kind == "bar":                   # chunks of 40 steps, run in pieces of 8
         cfg.train.num_epochs = cfg.train.checkpoint_every_epochs = 8
     misses = []                          # compilation-cache misses inside the chunk calls
-    for name in ("make_train_chunk", "make_train_chunk_seeds", "make_train_chunk_buckets"):
-        real = getattr(training, name)
 
-        def spy(*args, real=real, **kwargs):
-            fn = real(*args, **kwargs)
+    def counting(fn):
+        def counted(*call_args):
+            before = len(compiles)
+            out = fn(*call_args)
+            misses.append(len(compiles) - before)
+            return out
+        counted.lower = fn.lower
+        return counted
 
-            def counted(*call_args):
-                before = len(compiles)
-                out = fn(*call_args)
-                misses.append(len(compiles) - before)
-                return out
-            counted.lower = fn.lower
-            return counted
-        monkeypatch.setattr(training, name, spy)
+    _spy_chunks(monkeypatch, counting)
+    real_start = chunks.start_precompile
 
     def run(precompile, workdir):
-        cfg.train.precompile = precompile
+        start = real_start if precompile else (lambda *args, **kwargs: None)
+        monkeypatch.setattr(loop, "start_precompile", start)
+        monkeypatch.setattr(seeds_module, "start_precompile", start)
         misses.clear()
-        if kind in ("seeds", "sized_seeds"):
+        if kind == "seeds":
             out = training.train_seeds(cfg, str(workdir), [0, 1], verbose=False, devices=ONE)
             return out["runs"][0], list(misses)
         return (training.train(cfg, str(workdir), verbose=kind == "bar", devices=ONE),
@@ -702,12 +606,11 @@ def _check_precompiled_first_chunk(tmp_path, monkeypatch, kind, compiles):
     assert sum(pre_misses) == 0, pre_misses
     if kind == "bar":
         assert len(pre_misses) == 5
-    if kind in ("seeds", "sized_seeds"):
+    if kind == "seeds":
         for s in (0, 1):
-            _assert_same_run(tmp_path / "pre" / f"seed_{s}", tmp_path / "plain" / f"seed_{s}",
-                             ignore_train=("precompile",))
+            _assert_same_run(tmp_path / "pre" / f"seed_{s}", tmp_path / "plain" / f"seed_{s}")
     else:
-        _assert_same_run(tmp_path / "pre", tmp_path / "plain", ignore_train=("precompile",))
+        _assert_same_run(tmp_path / "pre", tmp_path / "plain")
 
 
 def test_no_precompile_when_resuming(tmp_path):

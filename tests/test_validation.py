@@ -22,16 +22,6 @@ def test_reference_is_the_val_split_or_a_training_slice():
     assert validation_reference(no_val, 10) == (g[:3], "train[:3]")
 
 
-def test_validation_steps_follow_the_sampling_config():
-    from ddgjax.validation import validation_num_steps
-    cfg = test_config.get_config()
-    assert validation_num_steps(cfg) is None  # all trained levels, as ddgjax-sample
-    cfg.sample.num_steps = 4
-    assert validation_num_steps(cfg) == 4
-    cfg.validation.num_steps = 2
-    assert validation_num_steps(cfg) == 2
-
-
 def test_selection_key_orders_by_metric():
     a = {"avg": 0.01, "valid": 0.5}
     b = {"avg": 0.02, "valid": 0.9}
@@ -69,12 +59,11 @@ def test_bad_validation_config(field, value, match):
 
 
 def validated_config(metric: str):
-    """The test config for 6 epochs, validated every 2 on 8 samples against 16 training
+    """The test config for 6 epochs, validated every 2 on 8 samples against 8 training
     graphs with the planar rule, selecting by ``metric``."""
     cfg = test_config.get_config()
     cfg.train.num_epochs = 6
-    cfg.validation.update(every_epochs=2, num_samples=8, num_reference=16,
-                          validity="planar", metric=metric)
+    cfg.validation.update(every_epochs=2, num_samples=8, validity="planar", metric=metric)
     return cfg
 
 
@@ -87,7 +76,7 @@ def test_training_keeps_the_best_validation_checkpoint(tmp_path):
     records = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
     val = [r for r in records if "validation" in r]
     assert [r["epoch"] for r in val] == [2, 4, 6]
-    assert all(r["validation"]["reference"] == "train[:16]" for r in val)
+    assert all(r["validation"]["reference"] == "train[:8]" for r in val)
     assert all(r["validation"]["num_steps"] == 4 for r in val)
     keys = [selection_key(r["validation"], "valid") for r in val]
     best_meta = checkpoints.restore_meta(wd, "best_val")
@@ -191,7 +180,7 @@ def test_resume_with_another_metric_or_an_unreadable_best_val_starts_the_choice_
 
 def test_validation_sampler_settings_fail_before_training(tmp_path):
     cfg = validated_config("valid")
-    cfg.validation.num_steps = 1000   # the test config trains 8 levels
+    cfg.sample.num_steps = 1000   # the test config trains 8 levels
     with pytest.raises(ValueError, match="config.validation .*num_steps"):
         training.train(cfg, str(tmp_path / "run"), verbose=False)
     assert not (tmp_path / "run" / "metrics.jsonl").exists()

@@ -152,7 +152,7 @@ def cache_min_compile_time(environ=os.environ) -> float | None:
     JAX's own default (1 s) skips the ~90 small programs of the op-by-op parameter init
     and the loop's small helpers, most of a rerun's set-up. With all of them cached, a
     rerun of the Ego-small paper config took 20.9 s from the train call against 29.9 s
-    for the run that filled the cache (one H200; docs/benchmarks.md, round 18)."""
+    for the run that filled the cache (one H200; docs/performance.md)."""
     return None if environ.get(MIN_COMPILE_TIME_ENV) else 0.0
 
 

@@ -1,21 +1,22 @@
 """ddgjax-train (also ``python train.py``): train a graph diffusion model.
 
-    ddgjax-train --config ego_small_ppgn_simple --workdir runs/ego
+    ddgjax-train --config spectre_planar_64 --workdir runs/planar
     ddgjax-train --config quickstart --workdir runs/quickstart
-    ddgjax-train --config configs/paper.py:community_small,ppgn,simple --workdir runs/cs
+    ddgjax-train --config paper:community_small,ppgn,simple --workdir runs/cs
     ddgjax-train --config test --workdir /tmp/t --config.train.num_epochs=10
     ddgjax-train --config ego_small_ppgn_simple --workdir runs/ego5 --seeds 0,1,2,3,4
 
 --config is a config file (FILE[:ARG]) or a bundled config: default, quickstart,
-test, a paper experiment DATASET_MODEL_LOSS[_OPTION] (e.g. ego_small_ppgn_simple)
-or best_DATASET (best_planar_60, best_spectre_planar_64). Any key can be
-overridden with --config.SECTION.KEY=VALUE. Resumes from --workdir when it holds
-a checkpoint of the same run; --restart starts over there (the old run is moved
-aside). Ctrl-C finishes a checkpoint save in progress and exits with 130.
+test, a benchmark dataset (its best recipe, e.g. spectre_planar_64) or a paper
+experiment paper:DATASET,MODEL,LOSS (or DATASET_MODEL_LOSS, e.g.
+ego_small_ppgn_simple). Any key can be overridden with --config.SECTION.KEY=VALUE.
+Resumes from --workdir when it holds a checkpoint of the same run; --restart starts
+over there (the old run is moved aside). Ctrl-C finishes a checkpoint save in
+progress and exits with 130.
 --seeds S1,S2,... trains one run per seed (config.train.seed = S) in one program
-(one jitted step advances all of them): run S is WORKDIR/seed_S, the same workdir
-a single run with --config.train.seed=S would leave (sample or evaluate it as
-any run); they resume together.
+(one jitted step advances all of them; not with size buckets): run S is
+WORKDIR/seed_S, the same workdir a single run with --config.train.seed=S would
+leave (sample or evaluate it as any run); they resume together.
 Multi-host: --coordinator host:port --num_processes P --process_id i on each host
 (or a cluster environment that jax.distributed.initialize() recognises).
 """
@@ -31,7 +32,7 @@ def define_flags(fv, argv: list) -> None:
     from ml_collections import config_flags
 
     config_flags.DEFINE_config_file("config", None, "Config file FILE[:ARG] or a bundled config "
-                                    "name (e.g. ego_small_ppgn_simple).", flag_values=fv,
+                                    "name (e.g. spectre_planar_64).", flag_values=fv,
                                     lock_config=True, sys_argv=argv)
     flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and config.",
                         flag_values=fv)

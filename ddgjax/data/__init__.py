@@ -20,8 +20,8 @@ Where things are:
 
 Padded arrays of graphs (what the models see) are :mod:`ddgjax.graphs`.
 """
-from ddgjax.data.datasets import (BUNDLED_NAMES, Dataset, bundled_path, load_dataset, paper_split,
-                                  spectre_split)
+from ddgjax.data.datasets import (BUNDLED_NAMES, Dataset, benchmark_evaluation, bundled_path,
+                                  load_dataset, paper_split, spectre_split)
 from ddgjax.data.formats import (GraphListFile, graph_to_record, read_graph_list, read_graphs,
                                  select_split, write_graph_list)
 from ddgjax.data.generators import BUILTIN_NAMES, generate_graphs
@@ -29,7 +29,7 @@ from ddgjax.data.node_counts import (NodeCountDistribution, max_num_nodes,
                                      node_count_distribution, sample_node_counts)
 
 __all__ = [
-    "BUILTIN_NAMES", "BUNDLED_NAMES", "Dataset", "bundled_path", "GraphListFile", "NodeCountDistribution", "generate_graphs",
+    "BUILTIN_NAMES", "BUNDLED_NAMES", "Dataset", "benchmark_evaluation", "bundled_path", "GraphListFile", "NodeCountDistribution", "generate_graphs",
     "graph_to_record", "load_dataset", "max_num_nodes", "node_count_distribution",
     "paper_split", "read_graph_list", "read_graphs", "sample_node_counts", "select_split",
     "spectre_split", "write_graph_list",

@@ -66,6 +66,19 @@ BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled"
 # The graph lists shipped with the package (gzip-compressed JSON graph lists).
 BUNDLED_NAMES = ("community_small", "ego_small", "sbm_27", "planar_60",
                  "spectre_comm20", "spectre_planar_64", "spectre_sbm")
+# How each bundled benchmark is scored (docs/evaluation.md): (MMD protocol, validity rule or
+# None). Any other source: the paper's protocol, no validity rule.
+BENCHMARK_EVALUATION = {"planar_60": ("paper", "planar"),
+                        "spectre_planar_64": ("spectre", "planar"),
+                        "spectre_sbm": ("spectre", "sbm"),
+                        "spectre_comm20": ("spectre_emd", None)}
+
+
+def benchmark_evaluation(source: str) -> tuple[str, str | None]:
+    """``(protocol, validity)`` with which the benchmark ``source`` (a config's
+    ``data.source``) is scored: ``("spectre", "planar")`` for ``"spectre_planar_64"``,
+    ``("paper", None)`` for a source that is no bundled benchmark."""
+    return BENCHMARK_EVALUATION.get(source, ("paper", None))
 
 
 def bundled_path(name: str) -> str:

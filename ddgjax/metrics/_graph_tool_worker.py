@@ -31,7 +31,7 @@ Unlike the original, every graph's fit is seeded (``graph_tool.seed_rng(seed)`` 
 not depend on the other graphs of the batch. Reruns still differ now and then: of 20
 sampled SBM graphs fitted three times, one changed its block count (in two such tests,
 the second with Python's hash seed fixed), and two scorings of the same 200 graphs
-differed in at least 4 verdicts (docs/RESULTS.md, round 20); the cause inside
+differed in at least 4 verdicts (docs/evaluation.md); the cause inside
 graph-tool is not known.
 """
 from __future__ import annotations

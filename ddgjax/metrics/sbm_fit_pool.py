@@ -3,7 +3,7 @@
 :func:`ddgjax.metrics.sbm_fit.own_fit_on_benchmark_vertices` is single-threaded Python
 and NumPy, 0.1–0.2 s per SPECTRE SBM graph on a 2-core VM, and a training run's
 validation fits every one of its samples (128 by default): SBM validations took ~24 s
-each in round 19, against ~2 s of sampling (docs/RESULTS.md, "Round 19"), while the device
+each, against ~2 s of sampling, while the device
 waited (the scoring now runs beside training, :mod:`ddgjax.validation`).
 
 :func:`labels_in_workers` starts ``workers`` fresh interpreters (``python -m

@@ -6,8 +6,6 @@ the model:
 
 * ``PPGN`` (``ppgn.py``): conditioned on the raw ``noise_level`` (diagonal input channel).
 * ``EDPGNN`` (``edp.py``): conditioned on ``t_index`` through per-level scale/bias.
-* ``GraphTransformer`` (``transformer.py``): node, edge and graph features, attention with
-  edge-modulated scores; conditioned on ``noise_level`` and the node count by FiLM.
 
 The output is what the noise process asks for (bit flips: logits of ``A_0``).
 
@@ -25,11 +23,11 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ddgjax.kernels import KernelSettings
 from ddgjax.models.edp import EDPGNN
 from ddgjax.models.ppgn import PPGN
-from ddgjax.models.transformer import GraphTransformer
 
-MODELS = {"ppgn": PPGN, "edp": EDPGNN, "gt": GraphTransformer}
+MODELS = {"ppgn": PPGN, "edp": EDPGNN}
 
 # Fields that build_model sets itself (or that belong to Flax) and callers may not pass.
 _RESERVED = {"parent", "name", "num_levels"}
@@ -51,9 +49,9 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
     """Build a denoiser by name.
 
     Args:
-      name: one of ``"ppgn"``, ``"edp"``, ``"gt"``.
+      name: ``"ppgn"`` or ``"edp"``.
       num_timesteps: T. EDP-GNN gets ``num_levels = T + 1`` conditioning rows (levels
-        ``t = 0..T``); PPGN and the graph transformer ignore it (they read ``noise_level``).
+        ``t = 0..T``); PPGN ignores it (it reads ``noise_level``).
       **kwargs: the model's fields (``model_fields(name)``), e.g. ``hidden=32``.
 
     Raises:
@@ -77,8 +75,12 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
 COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
-def model_from_config(config) -> nn.Module:
+def model_from_config(config, kernel_settings: KernelSettings | None = None) -> nn.Module:
     """The denoiser of ``config.model`` for ``config.diffusion.num_timesteps`` levels.
+
+    ``config.model[config.model.name]`` holds the model's fields (``model_fields``); for the
+    PPGN ``kernels`` picks XLA or the Pallas kernels, whose ``kernel_settings`` (default:
+    ``KernelSettings()``) come from the caller, not the config.
 
     Raises ValueError naming the config field for an unknown model or dtype.
     """
@@ -91,6 +93,10 @@ def model_from_config(config) -> nn.Module:
         raise ValueError(f"config.model.compute_dtype: expected one of {sorted(COMPUTE_DTYPES)}, "
                          f"got {config.model.compute_dtype!r}")
     kwargs = dict(config.model[name].to_dict())
+    if kernel_settings is not None:
+        if name != "ppgn":
+            raise ValueError(f"kernel settings are the PPGN's, not {name!r}'s")
+        kwargs["kernel_settings"] = kernel_settings
     return build_model(name, config.diffusion.num_timesteps, compute_dtype=dtype, **kwargs)
 
 
@@ -110,8 +116,8 @@ def _init_here(model: nn.Module, key: jax.Array, max_nodes: int):
     # The Pallas kernels change no parameter, and on a GPU machine they would be lowered
     # for the host CPU that ``init_params`` initialises on, which runs them only
     # interpreted (a crash: "Only interpret mode is supported on CPU backend").
-    if getattr(model, "pallas", False):
-        model = model.clone(pallas=False)
+    if getattr(model, "kernels", "xla") != "xla":
+        model = model.clone(kernels="xla")
     return model.init(key, *_dummy_inputs(min(max_nodes, INIT_NODES)))
 
 
@@ -131,11 +137,11 @@ def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
     values depend on ``max_nodes`` (``init`` traces graphs of at most ``INIT_NODES`` nodes).
 
     On a CPU backend ``model.init`` runs op by op, each op compiled once. On an accelerator
-    it runs on the host CPU as one jitted program (op by op there took one H200 4.5 s of
-    set-up instead of 8.4 s on the GPU for the Ego-small PPGN, docs/benchmarks.md "Round
-    17"; jitted, see "Round 34"), and the parameters are moved over. So a seed starts
-    from the same parameters on a CPU machine and on a GPU machine: both initialise on a
-    CPU. Under a trace (``jit``, ``eval_shape``) it initialises in place.
+    it runs on the host CPU as one jitted program (op by op on the GPU took one H200 8.4 s
+    of set-up for the Ego-small PPGN, on its host CPU 4.5 s, jitted less), and the
+    parameters are moved over. So a seed starts from the same parameters on a CPU machine
+    and on a GPU machine: both initialise on a CPU. Under a trace (``jit``,
+    ``eval_shape``) it initialises in place.
     """
     cpu = _host_cpu()
     if cpu is None or isinstance(key, getattr(jax.core, "Tracer", ())):
@@ -147,7 +153,7 @@ def init_params(model: nn.Module, key: jax.Array, max_nodes: int):
 
 # One compiled program for the whole init on the host CPU (the same values as op by op:
 # tests/test_models.py); an H200 machine's set-up spent ~3.7 s compiling the op-by-op
-# init's ~90 small programs (docs/benchmarks.md, rounds 17 and 34). Not on a CPU backend,
+# init's ~90 small programs. Not on a CPU backend,
 # where the op-by-op programs are shared by every model a process builds (the tests).
 _init_on_host = jax.jit(_init_here, static_argnums=(0, 2))
 
@@ -157,5 +163,5 @@ def abstract_params(model: nn.Module, max_nodes: int = 4):
     return jax.eval_shape(lambda k: _init_here(model, k, max_nodes), jax.random.key(0))
 
 
-__all__ = ["PPGN", "EDPGNN", "MODELS", "abstract_params", "build_model", "init_params",
-           "model_fields", "model_from_config"]
+__all__ = ["PPGN", "EDPGNN", "MODELS", "KernelSettings", "abstract_params", "build_model",
+           "init_params", "model_fields", "model_from_config"]

@@ -3,7 +3,8 @@
 * ``base``: ``NoiseProcess`` (``loss``, ``sampler``), ``Sampler``, ``LossOutput``
   and the per-graph plumbing the processes share.
 * ``bitflip``: the paper's discrete process (bit flips with probability
-  beta_bar_t), with ``flip_schedules`` for its beta_bar schedules.
+  beta_bar_t): schedules, transitions, losses, samplers, the likelihood bound and
+  graph completion.
 * ``gaussian``: the continuous-state DDPM baseline.
 
 ``process_from_config`` is the one place that reads ``config.diffusion.kind``.
@@ -49,13 +50,6 @@ def process_from_config(config) -> NoiseProcess:
     return _process_module(config).from_config(config)
 
 
-def binary_denoiser_input(config) -> bool:
-    """Whether the process hands its denoiser a 0/1 graph ``A_t`` (bit flips) rather than
-    a real-valued signal (the Gaussian baseline's signed ``x_t``); features that need a
-    graph, such as PPGN's random-walk channels, need it."""
-    return bool(_process_module(config).BINARY_DENOISER_INPUT)
-
-
 def fit_to_data(config, adj, node_mask):
     """``config`` with the process's data-dependent values set from the padded training
     split ``adj [G, N, N]``, ``node_mask [G, N]`` (e.g. the marginal prior's edge
@@ -64,5 +58,5 @@ def fit_to_data(config, adj, node_mask):
 
 
 __all__ = ["BitFlipProcess", "DenoiseFn", "GaussianProcess", "LossOutput", "NoiseProcess",
-           "REGISTRY", "Sampler", "binary_denoiser_input", "fit_to_data",
+           "REGISTRY", "Sampler", "fit_to_data",
            "process_from_config"]

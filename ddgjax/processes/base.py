@@ -14,10 +14,7 @@ A denoiser (``DenoiseFn``) maps ``(x_t [B,N,N], node_mask bool[B,N],
 t_index int32[B], noise_level float32[B])`` to ``[B,N,N]``: ``t_index`` is the
 level ``0..T`` (EDP-GNN's per-level conditioning), ``noise_level`` the
 process's scalar noise level (PPGN's diagonal channel). What the output means
-is the process's business (bit-flip: logits of ``A_0``; Gaussian: the noise). A
-self-conditioned denoiser (PPGN ``self_condition``) also takes an optional fifth
-argument, its earlier estimate of ``A_0`` ``[B,N,N]``; every denoiser that ddgjax builds
-from a model passes extra arguments on.
+is the process's business (bit-flip: logits of ``A_0``; Gaussian: the noise).
 """
 from __future__ import annotations
 
@@ -31,7 +28,8 @@ import numpy as np
 
 from ddgjax.graphs import pair_mask
 
-DenoiseFn = Callable[..., jax.Array]  # (x_t, node_mask, t_index, noise_level[, estimate])
+# (x_t, node_mask, t_index, noise_level) -> output [B, N, N]
+DenoiseFn = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 class LossOutput(NamedTuple):

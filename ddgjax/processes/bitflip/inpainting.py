@@ -2,7 +2,7 @@
 partly known adjacency while the known pairs stay fixed.
 
 At every reverse step from level ``t`` to ``s < t`` the unknown pairs take the sampler's
-step (Algorithm 1 or 2, ``bitflip.reverse_step``) and the known pairs are drawn afresh
+step (Algorithm 1 or 2, ``sampler.reverse_step``) and the known pairs are drawn afresh
 from ``q(A_s | A_0 = known)``, which the bit-flip process gives in closed form; the two
 are merged and the merged graph is what the network sees next (the conditioning of
 RePaint, Lugmayr et al. 2022, which is exact here because ``q(A_s | A_0)`` is). At level
@@ -27,13 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ddgjax.processes.base import DenoiseFn
-from ddgjax.processes.bitflip import (BitFlipProcess, BitFlipSampler, denoised_draw, sample_prior,
-                                      q_sample, reverse_step, sampling_grid, step_algorithms,
-                                      check_algorithm1_levers,
-                                      symmetric_upper_bernoulli)
-
-UP = 0  # a move kind: forward noising; 1 and 2 are reverse steps of Algorithm 1 and 2
-
+from ddgjax.processes.bitflip.process import BitFlipProcess, BitFlipSampler
+from ddgjax.processes.bitflip.sampler import reverse_step
+from ddgjax.processes.bitflip.schedules import sampling_grid
+from ddgjax.processes.bitflip.transitions import (q_sample, sample_prior,
+                                                  symmetric_upper_bernoulli)
 
 def forward_jump(key: jax.Array, adj_s: jax.Array, node_mask: jax.Array, beta_bar_s,
                  beta_bar_u, rho: float = 0.5) -> jax.Array:
@@ -85,26 +83,21 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
       adj_known: ``[B, N, N]`` 0/1, the given adjacency (read on the known pairs only).
       known: ``[B, N, N]`` bool, symmetric, False on the diagonal and padding.
       node_mask: ``[B, N]`` bool.
-      sampler: the levels (``num_steps``, ``grid``), the algorithm (with its hybrids) and
-        the levers (``argmax_last``, ``final_pass``, ``SamplerLevers``) of a
-        ``BitFlipSampler`` (``BitFlipProcess.sampler``); ``return_chain`` is ignored.
+      sampler: the levels (``num_steps``, ``grid``), the algorithm and the levers
+        (``SamplerLevers``) of a ``BitFlipSampler`` (``BitFlipProcess.sampler``);
+        ``return_chain`` is ignored.
       resample_jump, resample_rounds: RePaint resampling (``repaint_moves``; 0: off).
     Returns:
       ``[B, N, N]`` 0/1, symmetric, equal to ``adj_known`` on every known pair.
     """
     rho = sampler.process.prior_density
     t_lv, bb = sampling_grid(sampler.process.schedule, sampler.num_steps, sampler.grid)
-    K = len(t_lv) - 1
-    algs = step_algorithms(bb[:-1], sampler.algorithm, sampler.levers.alg1_below,
-                           sampler.levers.alg2_below)
-    check_algorithm1_levers(algs, sampler.levers)
-    moves = repaint_moves(K, resample_jump, resample_rounds)
-    kinds = [algs[a] if b == a + 1 else UP for a, b in moves]
+    sampler.levers.check_algorithm(sampler.algorithm)
+    moves = repaint_moves(len(t_lv) - 1, resample_jump, resample_rounds)
     frm = np.array([a for a, _ in moves])
     to = np.array([b for _, b in moves])
-    kinds_present = sorted(set(kinds))
-    branch = np.array([kinds_present.index(k) for k in kinds], np.int32)
-    xs = (jnp.arange(len(moves), dtype=jnp.int32), jnp.asarray(branch),
+    up = np.array([b < a for a, b in moves], np.int32)  # 1: a forward jump, 0: a reverse step
+    xs = (jnp.arange(len(moves), dtype=jnp.int32), jnp.asarray(up),
           jnp.asarray(t_lv[frm], jnp.int32), jnp.asarray(bb[frm], jnp.float32),
           jnp.asarray(bb[to], jnp.float32))
     adj_known = jnp.where(known, adj_known, 0.0)
@@ -114,38 +107,27 @@ def complete_graphs(denoise_fn: DenoiseFn, key: jax.Array, adj_known: jax.Array,
         noisy = q_sample(k, adj_known, node_mask, jnp.full((B,), b_to, jnp.float32), rho)
         return jnp.where(known, noisy, adj)
 
-    def down(kind, argmax=False):
-        def fn(i, adj, t, b_from, b_to):
-            k = jax.random.fold_in(key, i)
-            new = reverse_step(denoise_fn, jax.random.fold_in(k, 0), adj, node_mask, t, b_from,
-                               b_to, kind, argmax=argmax, rho=rho, levers=sampler.levers)
-            return impose_known(jax.random.fold_in(k, 1), new, b_to)
-        return fn
+    def down(i, adj, t, b_from, b_to):
+        k = jax.random.fold_in(key, i)
+        new = reverse_step(denoise_fn, jax.random.fold_in(k, 0), adj, node_mask, t, b_from,
+                           b_to, sampler.algorithm, rho=rho, levers=sampler.levers)
+        return impose_known(jax.random.fold_in(k, 1), new, b_to)
 
-    def up(i, adj, t, b_from, b_to):
+    def up_move(i, adj, t, b_from, b_to):
         del t
         return forward_jump(jax.random.fold_in(key, i), adj, node_mask, b_from, b_to, rho)
 
-    branches = [up if k == UP else down(k) for k in kinds_present]
-
     def body(adj, x):
-        i, br, t, b_from, b_to = x
-        if len(branches) == 1:
-            return branches[0](i, adj, t, b_from, b_to), None
-        return jax.lax.switch(br, branches, i, adj, t, b_from, b_to), None
+        i, is_up, t, b_from, b_to = x
+        if not up.any():  # the plain chain: reverse steps only
+            return down(i, adj, t, b_from, b_to), None
+        return jax.lax.switch(is_up, [down, up_move], i, adj, t, b_from, b_to), None
 
     # A_T: the known pairs noised to the top level; the unknown ones from the prior (the
     # same distribution at beta_bar_T = 1/2, where q(A_T | A_0) is the prior).
     adj = impose_known(jax.random.fold_in(key, 10_000_019), sample_prior(
         jax.random.fold_in(key, 10_000_020), node_mask, rho), bb[0])
-    n_scan = len(moves) - 1 if sampler.argmax_last else len(moves)
-    adj, _ = jax.lax.scan(body, adj, jax.tree_util.tree_map(lambda a: a[:n_scan], xs))
-    if sampler.argmax_last:  # the last move is the step to level 0: take the mode
-        i, _, t, b_from, b_to = (a[-1] for a in xs)
-        adj = down(kinds[-1], argmax=True)(i, adj, t, b_from, b_to)
-    if sampler.final_pass:
-        adj = denoised_draw(denoise_fn, jax.random.fold_in(key, len(moves)), adj, node_mask,
-                            sampler.argmax_last)
+    adj, _ = jax.lax.scan(body, adj, xs)
     return jnp.where(known, adj_known, adj)
 
 
@@ -178,7 +160,7 @@ def completer(process, num_steps: int | None = None, resample_jump: int = 0,
     """The completion sampler of a bit-flip ``process`` (``options`` as for its sampler).
 
     ValueError for another process (completion needs ``q(A_t | A_0)`` of bit flips), for
-    unknown options, for Algorithm 3 and for negative resampling settings.
+    unknown options and for negative resampling settings.
     """
     if not isinstance(process, BitFlipProcess):
         raise ValueError(f"graph completion needs a bit-flip (discrete) model; this run's "
@@ -189,9 +171,5 @@ def completer(process, num_steps: int | None = None, resample_jump: int = 0,
     if (int(resample_jump) > 0) != (int(resample_rounds) > 0):
         raise ValueError("resample_jump and resample_rounds: set both (RePaint resampling) or "
                          f"neither, got {resample_jump} and {resample_rounds}")
-    sampler = process.sampler(num_steps, False, **options)
-    if sampler.algorithm not in (1, 2):
-        raise ValueError(f"graph completion runs Algorithm 1 or 2 steps, got algorithm "
-                         f"{sampler.algorithm} (the de-randomised chain draws each pair once "
-                         "and cannot re-impose the known pairs): use --option algorithm=1 or 2")
-    return BitFlipCompleter(sampler, int(resample_jump), int(resample_rounds))
+    return BitFlipCompleter(process.sampler(num_steps, False, **options), int(resample_jump),
+                            int(resample_rounds))

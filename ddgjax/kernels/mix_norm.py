@@ -1,7 +1,7 @@
 """A Pallas kernel for a PPGN block's mixing layer and its instance-norm statistics.
 
-``mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq)`` computes, for every entry
-(row) of ``x`` and the matching column of the channels-first product ``prod``,
+``mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq, settings)`` computes, for every
+entry (row) of ``x`` and the matching column of the channels-first product ``prod``,
 
     y = x @ wx + prod^T @ wp + b                                  (the Dense on [x, prod])
 
@@ -12,28 +12,27 @@ large bias). XLA runs this as two GEMMs, an add, and a reduction that reads both
 outputs again; the kernel reads ``x`` and ``prod`` once and writes ``y`` once.
 
 Each tile of rows spans at most two graphs (tiles are no longer than ``nodes_sq``), so
-it writes partial sums for "the graph of its first row" and "the next one"; a segment
-sum adds them up per graph.
+it writes partial sums for "the graph of its first row" and "the next one";
+``graph_sums_from_tile_parts`` adds them up per graph.
 
 Gradients (``jax.custom_vjp``): ``mix_with_stats_backward``, autodiff's formulas of
-``mix_with_stats_reference`` written out from the inputs and the output ``y`` (``d`` is
-taken as ``y - b``, so in bfloat16 it carries ``y``'s rounding), without the forward's
-GEMMs again. Under ``vmap`` (e.g. the completion sampler) the examples' rows are merged
-into one call. On CPU it runs in Pallas' interpret mode when
-``DDGJAX_PALLAS_INTERPRET=1`` (the tests); see ``pallas_launch``. On Hopper GPUs the
-forward runs ``mix_norm_mgpu`` instead (``pallas_launch.kernel_backend``).
+``mix_with_stats_reference`` written out from the inputs and the output ``y``, without
+the forward's GEMMs again. Under ``vmap`` the examples' rows are merged into one call.
+Under the ``mosaic`` backend the forward runs ``mix_norm_mgpu`` instead (its gradient's
+forward stays Triton's: the Mosaic kernel made the bf16 train step slower).
 """
 from __future__ import annotations
 
 import functools
-import os
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from ddgjax.models import mix_norm_mgpu, pair_mlp_mgpu, pallas_launch
-from ddgjax.models.common import graph_sums_from_tile_parts
+from ddgjax.kernels import mix_norm_mgpu
+from ddgjax.kernels.settings import (KernelSettings, available, call_options, interpreted,
+                                     kernel_backend, subtile_count, triton_available)
+from ddgjax.kernels.common import graph_sums_from_tile_parts
 
 TILE_ROWS = (128, 64, 32, 16)
 
@@ -44,14 +43,12 @@ def mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     Args:
       x: ``[M, C]``; prod: ``[H, M]`` (channels first); wx: ``[C, H]``; wp: ``[H, H]``;
         b: ``[H]`` (compute dtype); row_mask: ``[M]`` (1 on entries the norm counts);
-        nodes_sq: rows per graph (``N * N``); ``M`` a multiple of it. ``x`` and ``prod``
-        may be float8 e4m3 (read exactly in bfloat16).
+        nodes_sq: rows per graph (``N * N``); ``M`` a multiple of it.
     Returns:
-      ``y`` ``[M, H]`` in the dtype of ``x`` (bfloat16 for float8), and ``sums`` float32
-      ``[G, 2, H]`` (``G = M / nodes_sq``): ``sum(d)`` and ``sum(d * d)`` over masked
-      rows, ``d = y - b`` in float32.
+      ``y`` ``[M, H]`` in the dtype of ``x``, and ``sums`` float32 ``[G, 2, H]``
+      (``G = M / nodes_sq``): ``sum(d)`` and ``sum(d * d)`` over masked rows,
+      ``d = y - b`` in float32.
     """
-    x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))
     d = (jnp.einsum("mc,ch->mh", x, wx, preferred_element_type=jnp.float32)
          + jnp.einsum("hm,hk->mk", prod, wp, preferred_element_type=jnp.float32))
     y = (d + b.astype(jnp.float32)).astype(x.dtype)
@@ -60,19 +57,19 @@ def mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq: int):
     return y, sums
 
 
-def tile_rows(m: int, nodes_sq: int) -> int | None:
-    """The largest tile in ``TILE_ROWS`` dividing ``m`` and no longer than one graph."""
-    cap = int(os.environ.get("DDGJAX_MIX_TILE", max(TILE_ROWS)))
-    for t in TILE_ROWS:
-        if t <= min(cap, nodes_sq) and m % t == 0:
-            return t
-    return None
+def tile_rows(m: int, nodes_sq: int, cap: int = max(TILE_ROWS)) -> int | None:
+    """The largest tile in ``TILE_ROWS`` (at most ``cap``) dividing ``m`` and no longer
+    than one graph; None: none."""
+    return next((t for t in TILE_ROWS if t <= min(cap, nodes_sq) and m % t == 0), None)
 
 
-def supported(m: int, nodes_sq: int, c: int, h: int) -> bool:
+def supported(m: int, nodes_sq: int, c: int, h: int, settings: KernelSettings) -> bool:
+    """Whether the kernel runs here and takes the shapes: whole graphs, rows that tile,
+    channel widths powers of two >= 16."""
     pow2 = lambda v: v >= 16 and (v & (v - 1)) == 0
-    return (pallas_launch.available() and m % nodes_sq == 0
-            and tile_rows(m, nodes_sq) is not None and pow2(c) and pow2(h))
+    return (available(settings) and m % nodes_sq == 0
+            and tile_rows(m, nodes_sq, settings.max_tile_rows) is not None
+            and pow2(c) and pow2(h))
 
 
 def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nodes_sq,
@@ -96,30 +93,14 @@ def _kernel(x_ref, p_ref, wx_ref, wp_ref, b_ref, m_ref, y_ref, s_ref, *, tm, nod
             s_ref[t, 2 * slot + 1] = jnp.sum(dw * d, axis=0)
 
 
-def float8_shifted(y, b):
-    """``y - b`` in float8 e4m3, saturated at +-448: the mixing layer's output as the
-    ``fp8_out`` kernels write it (``mix_norm_mgpu.mix_with_partial_sums``). ``[M, H]``."""
-    return pair_mlp_mgpu.to_fp8_saturated(y.astype(jnp.float32) - b.astype(jnp.float32))
-
-
-def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "triton",
-                    fp8_weights: bool = False, fp8_out: bool = False):
+def _triton_forward(x, prod, wx, wp, b, row_mask, nodes_sq, settings: KernelSettings):
+    if not triton_available():                    # a JAX without Pallas' Triton backend
+        return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
     m_rows, c = x.shape
     hidden = wx.shape[-1]
-    if (backend == "mosaic" and pair_mlp_mgpu.exact_bf16(x).dtype == jnp.bfloat16
-            and mix_norm_mgpu.supported(m_rows, nodes_sq, c, hidden)):
-        return mix_norm_mgpu.mix_with_stats(
-            x, prod, wx, wp, b, row_mask, nodes_sq, interpret=jax.default_backend() == "cpu",
-            fp8_weights=fp8_weights and pair_mlp_mgpu.is_fp8(x.dtype), fp8_out=fp8_out)
-    if fp8_out:                                   # the other paths, then the same rounding
-        y, sums = _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend)
-        return float8_shifted(y, b), sums
-    x, prod = (pair_mlp_mgpu.exact_bf16(v) for v in (x, prod))   # the others read bf16
-    if not pallas_launch.triton_available():      # a JAX without Pallas' Triton backend
-        return mix_with_stats_reference(x, prod, wx, wp, b, row_mask, nodes_sq)
-    tm = tile_rows(m_rows, nodes_sq)
+    tm = tile_rows(m_rows, nodes_sq, settings.max_tile_rows)
     tiles = m_rows // tm
-    sub = pallas_launch.subtiles("DDGJAX_MIX", tiles)
+    sub = subtile_count(settings, tiles)
     rows = tm * sub                                                  # rows per program
     y, partial = pl.pallas_call(
         functools.partial(_kernel, tm=tm, nodes_sq=nodes_sq, subtiles=sub),
@@ -134,7 +115,7 @@ def _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend: str = "trit
                    pl.BlockSpec((sub, 4, hidden), lambda i: (i, 0, 0))],
         out_shape=[jax.ShapeDtypeStruct((m_rows, hidden), x.dtype),
                    jax.ShapeDtypeStruct((tiles, 4, hidden), jnp.float32)],
-        **pallas_launch.call_options("DDGJAX_MIX"),
+        **call_options(settings),
     )(x, prod, wx, wp, b, row_mask)
     return y, graph_sums_from_tile_parts(partial, tm, nodes_sq)
 
@@ -164,55 +145,26 @@ def mix_with_stats_backward(x, prod, wx, wp, b, row_mask, y, gy, gsums, nodes_sq
 
 
 @functools.lru_cache(maxsize=None)
-def _make(nodes_sq: int, backend: str = "triton", fp8_weights: bool = False,
-          fp8_out: bool = False):
-    """The differentiable kernel call: ``backend``'s forward where nothing differentiates
-    it, Triton's in the gradient's forward (the Mosaic kernel's transposed ``y`` made the
-    bf16 train step slower: 13.81 against 13.41 ms on an H200, round 28). ``fp8_weights``:
-    the Mosaic kernel stores ``wx`` in float8 for a float8 ``x``; ``fp8_out``: the first
-    result is ``y - b`` in float8, a sampling setting with no gradient
-    (``mix_with_stats``)."""
-    primal = _make_forward(nodes_sq, backend, fp8_weights, fp8_out)
-    forward = _make_forward(nodes_sq, "triton")
-
-    @jax.custom_vjp
-    def mix(x, prod, wx, wp, b, row_mask):
-        return primal(x, prod, wx, wp, b, row_mask)
-
-    def fwd(*args):
-        if fp8_out:
-            raise NotImplementedError("mix_with_stats: a float8 output (fp8_out) is a "
-                                      "sampling setting, not differentiable")
-        y, sums = forward(*args)
-        return (y, sums), args + (y,)
-
-    def bwd(res, g):
-        return mix_with_stats_backward(*res, *g, nodes_sq)
-
-    mix.defvjp(fwd, bwd)
-    return mix
-
-
-@functools.lru_cache(maxsize=None)
-def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False,
-                  fp8_out: bool = False):
-    """The kernel call, batched under ``vmap`` by merging the examples' rows."""
+def _make_forward(nodes_sq: int, mosaic: bool, settings: KernelSettings):
+    """The kernel call (``mosaic``: ``mix_norm_mgpu``'s where it takes the shapes), batched
+    under ``vmap`` by merging the examples' rows."""
     @jax.custom_batching.custom_vmap
     def forward(x, prod, wx, wp, b, row_mask):
-        return _pallas_forward(x, prod, wx, wp, b, row_mask, nodes_sq, backend, fp8_weights,
-                               fp8_out)
+        m_rows, c = x.shape
+        if (mosaic and x.dtype == jnp.bfloat16
+                and mix_norm_mgpu.supported(m_rows, nodes_sq, c, wx.shape[-1])):
+            return mix_norm_mgpu.mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq,
+                                                interpret=interpreted())
+        return _triton_forward(x, prod, wx, wp, b, row_mask, nodes_sq, settings)
 
     @forward.def_vmap
     def forward_vmap(axis_size, in_batched, x, prod, wx, wp, b, row_mask):
         x_b, p_b, *w_b, m_b = in_batched
         m_rows, hidden = x.shape[-2], wx.shape[-1]
         rows = axis_size * m_rows
-        if any(w_b) or not supported(rows, nodes_sq, x.shape[-1], hidden):
+        if any(w_b) or not supported(rows, nodes_sq, x.shape[-1], hidden, settings):
             axes = tuple(0 if v else None for v in in_batched)
-
-            def ref(*a):
-                y, sums = mix_with_stats_reference(*a, nodes_sq)
-                return (float8_shifted(y, a[4]) if fp8_out else y), sums
+            ref = functools.partial(mix_with_stats_reference, nodes_sq=nodes_sq)
             return jax.vmap(ref, in_axes=axes)(x, prod, wx, wp, b, row_mask), (True, True)
         full = lambda v, batched: v if batched else jnp.broadcast_to(v, (axis_size,) + v.shape)
         x, prod, row_mask = full(x, x_b), full(prod, p_b), full(row_mask, m_b)
@@ -224,13 +176,29 @@ def _make_forward(nodes_sq: int, backend: str, fp8_weights: bool = False,
     return forward
 
 
-def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int, fp8_weights: bool = False,
-                   fp8_out: bool = False):
-    """``mix_with_stats_reference`` through the kernel (arguments and results as there).
-    ``fp8_weights``: under ``mosaic``, a float8 ``x`` is multiplied by ``wx`` stored in
-    float8 (``mix_norm_mgpu.mix_with_partial_sums``); the caller passes ``wx`` rounded
-    already (``pair_mlp_mgpu.round_weights_to_fp8``), so every path computes the same.
-    ``fp8_out``: the first result is ``float8_shifted(y, b)`` (``y - b`` in float8) on
-    every path; not differentiable."""
-    return _make(nodes_sq, pallas_launch.kernel_backend(), fp8_weights, fp8_out)(
-        x, prod, wx, wp, b, row_mask)
+@functools.lru_cache(maxsize=None)
+def _differentiable(nodes_sq: int, settings: KernelSettings):
+    """The differentiable kernel call for one ``nodes_sq`` and setting: the backend's
+    forward where nothing differentiates it, Triton's in the gradient's forward."""
+    primal = _make_forward(nodes_sq, kernel_backend(settings) == "mosaic", settings)
+    forward = _make_forward(nodes_sq, False, settings)
+
+    @jax.custom_vjp
+    def mix(x, prod, wx, wp, b, row_mask):
+        return primal(x, prod, wx, wp, b, row_mask)
+
+    def fwd(*args):
+        y, sums = forward(*args)
+        return (y, sums), args + (y,)
+
+    def bwd(res, g):
+        return mix_with_stats_backward(*res, *g, nodes_sq)
+
+    mix.defvjp(fwd, bwd)
+    return mix
+
+
+def mix_with_stats(x, prod, wx, wp, b, row_mask, nodes_sq: int,
+                   settings: KernelSettings = KernelSettings()):
+    """``mix_with_stats_reference`` through the kernels (arguments and results as there)."""
+    return _differentiable(nodes_sq, settings)(x, prod, wx, wp, b, row_mask)

@@ -1,4 +1,4 @@
-"""Noise schedules of the bit-flip process (``ddgjax.processes.bitflip``).
+"""Noise schedules and level grids of the bit-flip process (float64 NumPy, host side).
 
 One forward step flips each upper-triangular entry with probability ``beta_t``;
 the t-step marginal flips it with probability ``beta_bar_t`` where
@@ -9,17 +9,24 @@ We choose ``beta_bar`` directly (linear from 0 to 1/2 in the paper) and derive
 
     beta_t = (beta_bar_{t-1} - beta_bar_t) / (2 * beta_bar_{t-1} - 1).
 
-Everything is computed in float64 NumPy on the host; the float32 copies are what
-the jitted code uses. docs/method.md, "Forward process", derives these relations.
+A sampler visits a descending grid of levels (``sampling_grid``): a strided subset of
+the ``T`` trained levels, or, for a model trained in continuous time, any number of
+levels ``beta_bar_k = (k / K)^GAMMA / 2``. Everything is computed in float64; the
+float32 copies are what the jitted code uses. docs/method.md, "Forward process",
+derives these relations.
 """
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 
+from ddgjax.processes.base import sampling_levels
+
 SCHEDULES = ("linear", "cosine")
+GRIDS = ("trained", "uniform", "power:GAMMA")
 
 
 class NoiseSchedule(NamedTuple):
@@ -90,3 +97,52 @@ def make_schedule(name: str = "linear", num_timesteps: int = 32) -> NoiseSchedul
     for a in arrays:  # shared by every caller through the cache
         a.setflags(write=False)
     return NoiseSchedule(int(num_timesteps), *arrays)
+
+
+def parse_grid(grid: str) -> tuple[str, float]:
+    """``"trained"`` / ``"uniform"`` / ``"power:2"`` -> ``(kind, gamma)``; ValueError if bad."""
+    kind, _, arg = str(grid).partition(":")
+    if kind in ("trained", "uniform") and not arg:
+        return kind, 1.0
+    if kind == "power":
+        try:
+            gamma = float(arg)
+        except ValueError:
+            gamma = -1.0
+        if gamma > 0 and math.isfinite(gamma):
+            return kind, gamma
+    raise ValueError(f"unknown sampling grid {grid!r}; expected one of {GRIDS} (GAMMA > 0, "
+                     "finite)")
+
+
+def sampling_grid(schedule: NoiseSchedule, num_steps: int | None = None,
+                  grid: str = "trained") -> tuple[np.ndarray, np.ndarray]:
+    """The levels a K-step sampler visits, descending: ``(t_index int32[K+1],
+    beta_bar float64[K+1])``.
+
+    * ``"trained"``: ``K <= T`` evenly strided levels of the trained schedule
+      (``sampling_levels``), always including T and 0.
+    * ``"uniform"``: ``beta_bar_k = k / (2K)`` for any K (models trained in continuous time).
+    * ``"power:GAMMA"``: ``beta_bar_k = (k / K)^GAMMA / 2``; GAMMA > 1 spends more of the
+      K steps at low noise, where the sampler fixes the last wrong pairs.
+
+    Off the trained grid, ``t_index`` is the nearest trained level (what PPGN ignores).
+    """
+    kind, gamma = parse_grid(grid)
+    T = schedule.num_timesteps
+    if kind == "trained":
+        levels = sampling_levels(T, num_steps)
+        return levels, schedule.beta_bar64[levels]
+    K = T if num_steps is None else int(num_steps)
+    if K < 1:
+        raise ValueError(f"num_steps must be >= 1, got {K}")
+    bb = 0.5 * (np.arange(K, -1, -1, dtype=np.float64) / K) ** gamma
+    # the samplers compute in float32: every level but the last must stay a positive
+    # normal float32 and the levels must stay distinct there (else a step runs from 0 to 0)
+    bb32 = bb.astype(np.float32)
+    if not (np.all(bb32[:-1] >= np.finfo(np.float32).tiny) and np.all(np.diff(bb32) < 0)):
+        raise ValueError(f"sampling grid {grid!r} with {K} steps: its smallest nonzero level "
+                         f"{float(bb[-2]):.3g} (or two neighbouring levels) cannot be told "
+                         "apart in float32; use fewer steps or a smaller GAMMA")
+    t_index = np.where(bb > 0, np.clip(np.round(2.0 * T * bb), 1, T), 0).astype(np.int32)
+    return t_index, bb

@@ -6,24 +6,19 @@ Computes, for every entry (row) ``m``,
     out = z + leaky_relu(z @ w_r + b_r)              (the residual layer)
 
 and writes ``out`` channels first (``[H, M]``, bfloat16), or, with the output layer
-Dense(H -> 1) folded in (``readout``'s ``w_out``; the PPGN's default for bf16 block
-outputs, ``pallas_launch.readout_fold``), the logits ``out @ w_out`` (float32 ``[M]``)
-instead. XLA runs the readout as K + 1 partial GEMMs and their sums, each a pass over a
-``[M, H]`` tensor; here every block output ``x_k`` is read once and ``out`` written once
-(or not at all).
+Dense(H -> 1) folded in (``readout``'s ``w_out``; ``KernelSettings.readout_fold``), the
+logits ``out @ w_out`` (float32 ``[M]``) instead. XLA runs the readout as K + 1 partial
+GEMMs and their sums, each a pass over a ``[M, H]`` tensor; here every block output
+``x_k`` is read once and ``out`` written once (or not at all).
 
 The weights do not fit in shared memory (``K x 128 x 128`` bf16: 256 KB at K = 8), so each
 tile of rows streams them with its inputs: a ring of (``w_k^T``, ``x_k`` tile) buffers,
 filled by TMA ahead of the MMA that reads them, steps running over (tile, k). Tiles of 64
 rows use a ring of three (loads two steps ahead; the default), tiles of 128 a ring of two
-(one step ahead; half the weight reads from L2 per row, the larger accumulator; slower on
-an H200: 4.3-4.5 against 3.6 ms, round 29). ``x_0`` (the input channels, zero-padded to
-16) and ``w_0`` enter through a small MMA that starts each tile's accumulator. Everything
-is transposed, as in ``pair_mlp_mgpu``: ``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
-
-GPU only (Hopper); on CPU the Mosaic GPU interpreter runs it when asked
-(``interpret=True``, the tests), with the transposed operands copied into scratch buffers
-first (the interpreter has no transposed MMA operands).
+(one step ahead; slower on an H200: 4.3-4.5 against 3.6 ms). ``x_0`` (the input channels,
+zero-padded to 16) and ``w_0`` enter through a small MMA that starts each tile's
+accumulator. Everything is transposed, as in ``pair_mlp_mgpu``:
+``z^T = w_0^T x_0^T + sum_k w_k^T x_k^T``.
 """
 from __future__ import annotations
 
@@ -36,20 +31,16 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from ddgjax.models import pallas_launch
-from ddgjax.models.pair_mlp_mgpu import (TILE_ROWS, cta_count, fp8_column_scales,
-                                         fp8_tile_to_f16_smem, is_fp8, load_vector, sm_count,
-                                         smem_transforms, tile_plan, to_fp8_saturated)
-from ddgjax.models.pair_mlp_mgpu import transposed as transposed_view
+from ddgjax.kernels.mgpu import (TILE_ROWS, fills_the_gpu, interpret_params, load_vector,
+                                 smem_transforms, tile_plan, transposed_operand)
 
 NEGATIVE_SLOPE = 0.01
 INPUT_WIDTH = 16            # x_0's channels, zero-padded: the MMA's K for the x_0 term
 RINGS = {64: 3, 128: 2}     # (w_k^T, x_k tile) buffers per tile size (shared memory)
-FOLD_WIDTH = 16             # the output-layer fold's MMA width: w_out's hi and lo parts
-# the fold's right operand staged K-major, [FOLD_WIDTH, H] (a 256-byte row, the 128-byte
-# swizzle), and read through a transposed view: round 81 found the N-major [H, 16] and
-# [H, 32] operands (32- and 64-byte swizzles) not lowering on an H200
-FOLD_B_TRANSPOSED = True
+# The output-layer fold's MMA width (w_out's hi and lo parts). Its right operand is staged
+# K-major, [FOLD_WIDTH, H] (a 256-byte row, the 128-byte swizzle), and read through a
+# transposed view: the N-major [H, 16] and [H, 32] operands did not lower on an H200.
+FOLD_WIDTH = 16
 
 
 def supported_widths(c0: int, widths, h: int) -> bool:
@@ -59,22 +50,16 @@ def supported_widths(c0: int, widths, h: int) -> bool:
 
 
 def supported(m: int, c0: int, widths, h: int) -> bool:
-    """``supported_widths``, whole tiles, and enough tiles to give most SMs an equal
-    share."""
-    if not supported_widths(c0, widths, h) or m % TILE_ROWS:
-        return False
-    tiles = m // TILE_ROWS
-    sms = sm_count()
-    return cta_count(tiles, sms) >= 0.75 * min(sms, tiles)
+    """``supported_widths``, and rows that give most SMs an equal share of whole tiles."""
+    return supported_widths(c0, widths, h) and fills_the_gpu(m)
 
 
 def readout_reference(x0, xs, w0, ws, b, wr, br):
     """The function the kernel computes, in XLA (float32 accumulation; ``z`` rounded to
     ``x0``'s dtype, as the kernel stages it for the residual's MMA and reads it back, and
-    as the ``Linear`` path holds it).
+    as the XLA path holds it).
 
-    Args: x0 ``[M, C0]``; xs K x ``[M, 128]`` (``x0``'s dtype, or float8 e4m3: the PPGN's
-      float8 activations, read exactly in ``x0``'s dtype); w0 ``[C0, H]``; ws
+    Args: x0 ``[M, C0]``; xs K x ``[M, 128]`` (``x0``'s dtype); w0 ``[C0, H]``; ws
       ``[K, 128, H]``; b, br ``[H]``; wr ``[H, H]``. Returns ``out^T`` ``[H, M]`` in
       ``x0``'s dtype.
     """
@@ -103,8 +88,7 @@ def split_hi_lo(w, dtype=jnp.bfloat16):
     of the rest (exact in float32), so that ``hi + lo`` carries ~16 of float32's 24 bits (a
     relative error of ~2^-16, against ~2^-8 for ``hi`` alone). The bit mask, not a round
     trip through bfloat16: XLA may drop a float32 -> bfloat16 -> float32 round trip
-    (``xla_allow_excess_precision``, on by default), which made ``lo`` zero on an H200
-    (round 82)."""
+    (``xla_allow_excess_precision``, on by default), which made ``lo`` zero on an H200."""
     if jnp.dtype(dtype) != jnp.dtype(jnp.bfloat16):
         raise ValueError(f"split_hi_lo: bfloat16 parts only, got {jnp.dtype(dtype).name}")
     w = w.astype(jnp.float32)
@@ -114,79 +98,40 @@ def split_hi_lo(w, dtype=jnp.bfloat16):
 
 
 def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
-            interpret: bool = False, tile_rows: int = TILE_ROWS, fp8_weights: bool = False,
-            ring: int | None = None, w_out=None):
+            interpret: bool = False, tile_rows: int = TILE_ROWS, ring: int | None = None,
+            w_out=None):
     """``readout_reference`` through the kernel (arguments and result as there; ``x0`` is
-    zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128). Float8 ``xs``
-    (all or none) stream as float8 and are converted to float16 in shared memory
-    (``fp8_tile_to_f16_smem``, two buffers: the MMA of one step reads one while the next
-    step's tile is converted into the other), multiplied with float16 ``ws``.
+    zero-padded to ``INPUT_WIDTH`` channels here; ``tile_rows`` 64 or 128).
 
-    ``fp8_weights`` (float8 ``xs`` only): ``ws`` are stored in float8 too, ``ws / s`` with
-    one power-of-two scale per output channel over all blocks (``fp8_column_scales`` of
-    ``ws`` as ``[K * 128, H]``), and the block terms are float8 x float8 MMAs with no
-    conversion; the accumulator is scaled by ``s`` before the bias (``w_0 / s``, exact,
-    joins it in bf16). The result is ``readout_reference`` with ``ws`` rounded as
-    ``pair_mlp_mgpu.round_weights_to_fp8(ws.reshape(-1, H))`` rounds them.
-
-    ``max_ctas``: at most this many CTAs (default ``pallas_launch.ctas_per_sm("READOUT")``
-    per SM: 2 with ``fp8_weights``, 1 without); ``ring``: (``w_k^T``, ``x_k``) buffers
-    (at least 2; default ``RINGS[tile_rows]``, or 2 where ``max_ctas`` is not given and the
-    default puts two CTAs on an SM, so that their shared memory fits with float8 weights; round 65 on an H200: sampling 0.700 against
-    0.707 s).
+    ``max_ctas``: at most this many CTAs (default: one per SM); ``ring``: (``w_k^T``,
+    ``x_k``) buffers (at least 2; default ``RINGS[tile_rows]``).
 
     ``w_out`` (float32 ``[H]``, optional): the output layer folded in. The kernel then
     writes ``out @ w_out`` (float32 ``[M]``, ``readout_logits_reference``) instead of
     ``out^T``: each tile's ``out`` (bf16, as staged for the store) is the transposed left
     operand of one more MMA against the columns ``[hi, lo, 0, ...]`` (``split_hi_lo`` of
-    ``w_out``; a bf16 operand of ``H x FOLD_WIDTH``, staged K-major as ``FOLD_B_TRANSPOSED``
-    says, 4 KB of shared memory), whose row sums are the logits. It saves writing
+    ``w_out``, 4 KB of shared memory), whose row sums are the logits. It saves writing
     ``out^T`` (bf16, ``H`` channels per row) and reading it back for the output layer."""
     m_rows, c0 = x0.shape
     k_blocks = len(xs)
     h, dt, tm = ws.shape[-1], x0.dtype, tile_rows
-    x8 = bool(xs) and is_fp8(xs[0].dtype)
-    if any(is_fp8(x.dtype) != x8 for x in xs):
-        raise ValueError("readout_mgpu: the block outputs must be all float8 or none")
-    if fp8_weights and not x8:
-        raise ValueError("readout_mgpu: fp8_weights needs float8 block outputs")
-    w8 = fp8_weights                                  # float8 x float8 MMAs, no conversion
-    if x8 and not w8 and tm != TILE_ROWS:
-        raise ValueError(f"readout_mgpu: float8 block outputs take tile_rows={TILE_ROWS} "
-                         f"(their float16 copies do not fit shared memory at {tm}; with "
-                         "fp8_weights there are none)")
-    xdt = jnp.dtype(jnp.float8_e4m3fn) if x8 else dt               # ring_x's dtype
-    wdt = xdt if w8 else jnp.dtype(jnp.float16) if x8 else dt      # ring_w's, the MMA's
     if tm not in RINGS:
         raise ValueError(f"readout_mgpu: tile_rows must be one of {sorted(RINGS)}, got {tm}")
-    if max_ctas is None:
-        per_sm = pallas_launch.ctas_per_sm("READOUT", default=2 if fp8_weights else 1)
-        max_ctas = per_sm * sm_count()
-        ring = ring or (RINGS[tm] if per_sm == 1 else 2)
     ring = ring or RINGS[tm]
     if ring < 2:
         raise ValueError(f"readout_mgpu: ring must be at least 2 (loads run ahead of the MMAs), "
                          f"got {ring}")
     tiles, ctas, per_cta = tile_plan(m_rows, max_ctas, "readout_mgpu", tm)
     x0p = jnp.pad(x0, ((0, 0), (0, INPUT_WIDTH - c0)))                       # [M, 16]
-    w0p = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0)))                       # [16, H]
-    vectors = [b, br]
-    if w8:      # one scale per output channel over all blocks; w_0 / s (exact) joins it
-        scale = fp8_column_scales(ws.reshape(-1, h))                          # [H]
-        w0p = w0p.astype(jnp.float32) / scale
-        ws = to_fp8_saturated(ws.astype(jnp.float32) / scale)
-        vectors.append(scale)
-    w0t = w0p.T.astype(dt)                                                    # [H, 16]
-    wst = jnp.swapaxes(ws, 1, 2).astype(wdt)                                  # [K, H, 128]
+    w0t = jnp.pad(w0, ((0, INPUT_WIDTH - c0), (0, 0))).T.astype(dt)          # [H, 16]
+    wst = jnp.swapaxes(ws, 1, 2).astype(dt)                                   # [K, H, 128]
     wrt = wr.T.astype(dt)                                                     # [H, H]
-    biases = jnp.stack([v.astype(jnp.float32) for v in vectors])             # [2 or 3, H]
+    biases = jnp.stack([b.astype(jnp.float32), br.astype(jnp.float32)])      # [2, H]
     steps = per_cta * k_blocks
     fold = w_out is not None
-    fold_t = FOLD_B_TRANSPOSED
     if fold:
         hi, lo = split_hi_lo(w_out, dt)
-        wcol = jnp.zeros((h, FOLD_WIDTH), dt).at[:, 0].set(hi).at[:, 1].set(lo)
-        wcol = wcol.T if fold_t else wcol                  # [FOLD_WIDTH, H] or [H, FOLD_WIDTH]
+        wcol = jnp.zeros((FOLD_WIDTH, h), dt).at[0].set(hi).at[1].set(lo)    # K-major
     else:
         wcol = jnp.zeros((8, FOLD_WIDTH), dt)              # unused
     n_const = 4 if fold else 3
@@ -194,7 +139,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
     def readout_wgmma_kernel(x0_g, *refs):
         xs_g = refs[:k_blocks]
         (w0_g, ws_g, wr_g, b_g, wc_g, out_g, w0_s, wr_s, b_s, wc_s, x0_s, ring_x, ring_w,
-         z_s, const_bars, x0_bars, x_bars, w_bars, x16, *scratch) = refs[k_blocks:]
+         z_s, const_bars, x0_bars, x_bars, w_bars, *scratch) = refs[k_blocks:]
         consts = ((w0_g, w0_s), (wr_g, wr_s), (b_g, b_s)) + (((wc_g, wc_s),) if fold else ())
         for j, (src, dst) in enumerate(consts):
             plgpu.copy_gmem_to_smem(src, dst, const_bars.at[j])
@@ -219,10 +164,7 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             plgpu.barrier_wait(const_bars.at[j])
 
         def transposed(ref, which):
-            if interpret:
-                scratch[which][...] = ref[...].T
-                return scratch[which]
-            return transposed_view(ref)
+            return transposed_operand(ref, scratch[which] if interpret else None, interpret)
 
         def tile_body(t, carry):
             plgpu.barrier_wait(x0_bars.at[t % 2])
@@ -238,13 +180,8 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                     step = t * k_blocks + k
                     slot = lax.rem(step, ring)
                     plgpu.barrier_wait(x_bars.at[slot])
-                    x_s = ring_x.at[slot]
-                    if x8 and not w8:  # step - 1's MMA (wgmma_wait below) read the other one
-                        x_s = x16.at[lax.rem(step, 2)]
-                        fp8_tile_to_f16_smem(ring_x.at[slot], x_s, interpret)
-                        plgpu.commit_smem()
                     plgpu.barrier_wait(w_bars.at[slot])
-                    plgpu.wgmma(acc, ring_w.at[slot], transposed(x_s, 1))
+                    plgpu.wgmma(acc, ring_w.at[slot], transposed(ring_x.at[slot], 1))
                     # at most this MMA in flight: step - 1's slot is free for step + ring - 1
                     # (the lowering issues no wait by itself; without this the load could
                     # overwrite operands the previous MMA still reads)
@@ -258,9 +195,6 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
                 return acc[...]
 
             z = pl.run_scoped(accumulate, plgpu.ACC((h, tm), jnp.float32))      # [H, TM]
-            if w8:
-                zscale = load_vector(b_s.at[2], plgpu.Layout.WGMMA.reduce(1), interpret)
-                z = z * lax.broadcast_in_dim(zscale, (h, tm), [0])
             bias = load_vector(b_s.at[0], plgpu.Layout.WGMMA.reduce(1), interpret)
             z = z + lax.broadcast_in_dim(bias, (h, tm), [0])
             if not fold:
@@ -274,15 +208,14 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
             r = pl.run_scoped(residual, plgpu.ACC((h, tm), jnp.float32))
             bias = load_vector(b_s.at[1], plgpu.Layout.WGMMA.reduce(1), interpret)
             r = r + lax.broadcast_in_dim(bias, (h, tm), [0])
-            # z back from shared memory (bf16, as the Linear path holds it): no f32 z
+            # z back from shared memory (bf16, as the XLA path holds it): no f32 z
             # stays live beside r
             z = load_vector(z_s, plgpu.Layout.WGMMA, interpret).astype(jnp.float32)
             z_s[...] = (z + jnp.maximum(r, NEGATIVE_SLOPE * r)).astype(dt)
             plgpu.commit_smem()
             if fold:                      # logits = out @ (hi + lo): row sums of out @ wcol
                 def output_layer(acc):
-                    plgpu.wgmma(acc, transposed(z_s, 2),
-                                transposed(wc_s, 3) if fold_t else wc_s)
+                    plgpu.wgmma(acc, transposed(z_s, 2), transposed(wc_s, 3))
                     return acc[...]
                 lg = pl.run_scoped(output_layer, plgpu.ACC((tm, FOLD_WIDTH), jnp.float32))
                 out_g[rows(t)] = jnp.sum(lg, axis=1)
@@ -293,32 +226,28 @@ def readout(x0, xs, w0, ws, b, wr, br, *, max_ctas: int | None = None,
         lax.fori_loop(0, per_cta, tile_body, 0)
         plgpu.wait_smem_to_gmem(0)
 
-    options = {}
     scratch = [plgpu.SMEM((h, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
                plgpu.SMEM((h, h), dt, transforms=smem_transforms(h)),
-               plgpu.SMEM((len(vectors), h), jnp.float32),
+               plgpu.SMEM((2, h), jnp.float32),
                plgpu.SMEM(wcol.shape, dt, transforms=smem_transforms(wcol.shape[1])),
                plgpu.SMEM((2, tm, INPUT_WIDTH), dt, transforms=smem_transforms(INPUT_WIDTH)),
-               plgpu.SMEM((ring, tm, 128), xdt, transforms=smem_transforms(128, xdt)),
-               plgpu.SMEM((ring, h, 128), wdt, transforms=smem_transforms(128, wdt)),
+               plgpu.SMEM((ring, tm, 128), dt, transforms=smem_transforms(128, dt)),
+               plgpu.SMEM((ring, h, 128), dt, transforms=smem_transforms(128, dt)),
                plgpu.SMEM((h, tm), dt, transforms=smem_transforms(tm)),
                plgpu.Barrier(num_barriers=n_const), plgpu.Barrier(num_barriers=2),
-               plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring),
-               # float16 copies of float8 x_k tiles (one unused row of 8 without float8)
-               plgpu.SMEM((2, tm, 128), jnp.float16, transforms=smem_transforms(
-                   128, jnp.float16)) if x8 and not w8 else plgpu.SMEM((1, 8), jnp.float16)]
-    if interpret:
-        from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
-        options["interpret"] = InterpretGPUParams()
+               plgpu.Barrier(num_barriers=ring), plgpu.Barrier(num_barriers=ring)]
+    options = {}
+    if interpret:            # the transposed operands' copies: x_0, x_k, out, w_out
+        options = interpret_params()
         scratch += [plgpu.SMEM((INPUT_WIDTH, tm), dt, transforms=smem_transforms(tm)),
-                    plgpu.SMEM((128, tm), wdt, transforms=smem_transforms(tm, wdt)),
+                    plgpu.SMEM((128, tm), dt, transforms=smem_transforms(tm, dt)),
                     plgpu.SMEM((tm, h), dt, transforms=smem_transforms(h)),
                     plgpu.SMEM((h, FOLD_WIDTH), dt, transforms=smem_transforms(FOLD_WIDTH))]
     out_type = (jax.ShapeDtypeStruct((m_rows,), jnp.float32) if fold
                 else jax.ShapeDtypeStruct((h, m_rows), dt))
     kernel = plgpu.kernel(readout_wgmma_kernel, out_type=out_type,
                           scratch_types=scratch, grid=(ctas,), grid_names=("cta",), **options)
-    return kernel(x0p.astype(dt), *[x.astype(xdt) for x in xs], w0t, wst, wrt, biases, wcol)
+    return kernel(x0p.astype(dt), *[x.astype(dt) for x in xs], w0t, wst, wrt, biases, wcol)
 
 
 def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
@@ -338,11 +267,11 @@ def random_inputs(m_rows: int, c0: int = 3, k_blocks: int = 8, seed: int = 0,
 
 
 @functools.lru_cache(maxsize=None)
-def _make_readout(fp8_weights: bool, fold: bool = False):
-    """``readout_differentiable`` for one setting of ``fp8_weights`` and of the output-layer
-    fold (JAX reuses what it traced of a ``custom_vmap``/``custom_vjp`` function for the
-    same shapes, so each setting is a function of its own). With ``fold`` the functions
-    take ``w_out`` last and return the logits ``[M]`` (``readout_logits_reference``)."""
+def _make_readout(fold: bool, interpret: bool):
+    """``readout_differentiable`` for one setting of the output-layer fold (JAX reuses what
+    it traced of a ``custom_vmap``/``custom_vjp`` function for the same shapes, so each
+    setting is a function of its own). With ``fold`` the functions take ``w_out`` last and
+    return the logits ``[M]`` (``readout_logits_reference``)."""
     reference = readout_logits_reference if fold else readout_reference
 
     @jax.custom_batching.custom_vmap
@@ -353,9 +282,8 @@ def _make_readout(fp8_weights: bool, fold: bool = False):
         rows per graph, not a multiple of 64)."""
         if not supported(x0.shape[0], x0.shape[-1], [x.shape[-1] for x in xs], ws.shape[-1]):
             return reference(x0, xs, w0, ws, b, wr, br, *w_out)
-        w8 = fp8_weights and bool(xs) and is_fp8(xs[0].dtype)
-        return readout(x0, xs, w0, ws, b, wr, br, interpret=jax.default_backend() == "cpu",
-                       fp8_weights=w8, w_out=w_out[0] if fold else None)
+        return readout(x0, xs, w0, ws, b, wr, br, interpret=interpret,
+                       w_out=w_out[0] if fold else None)
 
     @primal.def_vmap
     def primal_vmap(axis_size, in_batched, x0, xs, w0, ws, b, wr, br, *w_out):
@@ -395,15 +323,11 @@ def _make_readout(fp8_weights: bool, fold: bool = False):
     return differentiable
 
 
-def readout_differentiable(x0, xs, w0, ws, b, wr, br, fp8_weights: bool = False,
-                           w_out=None):
+def readout_differentiable(x0, xs, w0, ws, b, wr, br, w_out=None, interpret: bool = False):
     """``readout`` where nothing differentiates it; under differentiation the XLA
-    reference runs (forward and gradient: the kernel has no backward). ``fp8_weights``:
-    float8 ``xs`` are multiplied by ``ws`` stored in float8 (``readout``); the caller
-    passes ``ws`` rounded already (``round_weights_to_fp8`` of ``ws`` as ``[K * 128, H]``),
-    so every path computes the same. ``w_out`` (float32 ``[H]``): the output layer folded
-    in (``readout``'s ``w_out``); then the result is the logits ``[M]`` without the output
-    bias."""
+    reference runs (forward and gradient: the kernel has no backward). ``w_out`` (float32
+    ``[H]``): the output layer folded in (``readout``'s ``w_out``); then the result is the
+    logits ``[M]`` without the output bias."""
     if w_out is None:
-        return _make_readout(fp8_weights)(x0, xs, w0, ws, b, wr, br)
-    return _make_readout(fp8_weights, True)(x0, xs, w0, ws, b, wr, br, w_out)
+        return _make_readout(False, interpret)(x0, xs, w0, ws, b, wr, br)
+    return _make_readout(True, interpret)(x0, xs, w0, ws, b, wr, br, w_out)

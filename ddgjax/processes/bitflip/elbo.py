@@ -1,7 +1,7 @@
 """The negative ELBO of clean graphs under a bit-flip model, by Monte-Carlo over levels.
 
 For a grid of levels ``t_K = T > ... > t_1 > t_0 = 0`` (noise levels ``bb_k``, descending
-``bb_K = 1/2 ... bb_0 = 0``; ``bitflip.sampling_grid``), the reverse model
+``bb_K = 1/2 ... bb_0 = 0``; ``schedules.sampling_grid``), the reverse model
 ``p_theta(A_{t_{k-1}} | A_{t_k})`` of the sampler's Algorithm 1 (or 2) gives
 
     -log p_theta(A_0) <= L = L_prior + sum_{k=2..K} E_q L_k + E_q L_1,
@@ -25,9 +25,9 @@ import numpy as np
 
 from ddgjax.graphs import pair_mask
 from ddgjax.processes.base import DenoiseFn
-from ddgjax.processes.bitflip import binary_kl, q_marginal_prob1, q_sample, vb_terms
-
-ALGORITHMS = (1, 2)
+from ddgjax.processes.bitflip.losses import vb_terms
+from ddgjax.processes.bitflip.transitions import (ALGORITHMS, binary_kl, q_marginal_prob1,
+                                                  q_sample)
 
 
 def level_term(denoise_fn: DenoiseFn, keys: jax.Array, adj0: jax.Array, node_mask: jax.Array,
