@@ -106,13 +106,6 @@ def get_config(name_or_path: str):
     return config
 
 
-# How an epoch orders the size buckets' steps (config.data.bucket_order): "random"
-# interleaves them in a seeded order, one jitted call per step; "sizes" runs them bucket by
-# bucket in size order, the same in every epoch, so a chunk of epochs is one program (and
-# several seeds in one program share it). docs/method.md, "Size buckets".
-BUCKET_ORDERS = ("random", "sizes")
-
-
 def pad_multiple_problem(value, model_name: str) -> str | None:
     """What is wrong with ``value`` as ``config.model.ppgn.pad_multiple`` for a model named
     ``model_name`` (None: nothing): an integer >= 1, above 1 only for PPGN. Training's

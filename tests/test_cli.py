@@ -365,3 +365,29 @@ def test_train_cli_keeps_its_compiled_programs(tmp_path, monkeypatch, capsys):
     assert cli.enable_compile_cache() is None
     assert "warning: compile cache" in capsys.readouterr().err
     assert jax.config.jax_compilation_cache_dir == before
+
+
+def test_eval_json_scores_a_benchmark_as_its_table_does(tmp_path, capsys):
+    """Without --protocol/--validity, eval.json uses the benchmark's protocol and validity
+    rule (SPECTRE Planar-64: SPECTRE's MMDs with the spectral statistic, and V.U.N. under
+    the planar rule); a source that is no benchmark gets the paper's protocol, no V.U.N."""
+    import shutil
+
+    from ddgjax.cli import sample as sample_cli
+    from ddgjax.data import benchmark_evaluation
+
+    assert benchmark_evaluation("spectre_sbm") == ("spectre", "sbm")
+    assert benchmark_evaluation("my_graphs.json") == ("paper", None)
+    wd = tmp_path / "run"
+    shutil.copytree(REPO / "tests" / "data" / "run_v0_1", wd)
+    config = json.loads((wd / "config.json").read_text())
+    config["data"]["source"] = "spectre_planar_64"
+    config["sample"].update(num_steps=2, num_samples=3)
+    (wd / "config.json").write_text(json.dumps(config))
+    common = ["ddgjax-sample", f"--workdir={wd}", "--quiet"]
+    assert sample_cli.main(common) == 0
+    ev = json.loads((wd / "samples" / "eval.json").read_text())
+    assert {"spectral", "valid", "unique", "novel", "vun"} <= set(ev)
+    assert sample_cli.main(common + ["--protocol=paper", "--validity=none"]) == 0
+    ev = json.loads((wd / "samples" / "eval.json").read_text())
+    assert "spectral" not in ev and "vun" not in ev
