@@ -31,16 +31,6 @@ import signal  # noqa: E402
 
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-# the PPGN's Pallas kernels run on CPU in interpret mode (off by default: slow)
-os.environ.setdefault("DDGJAX_PALLAS_INTERPRET", "1")
-# the kernel switches (ddgjax.models.pallas_launch) start at their defaults: the tests that
-# compare settings set them; a value from the shell would change which kernels all the
-# other programs hold
-for _switch in ("DDGJAX_MGPU_READOUT", "DDGJAX_FOLD_EMBED", "DDGJAX_FP8_PRODUCT",
-                "DDGJAX_PAIR_WS", "DDGJAX_FP8_ACTIVATIONS_PROBE", "DDGJAX_FP8_ACTIVATIONS",
-                "DDGJAX_NORM_KERNEL", "DDGJAX_NORM_CTAS_PER_SM", "DDGJAX_MIX_CTAS_PER_SM",
-                "DDGJAX_READOUT_CTAS_PER_SM", "DDGJAX_MIX_ONE_ACC", "DDGJAX_READOUT_FOLD"):
-    os.environ.pop(_switch, None)
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="ddgjax-test-jax-cache-")
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
