@@ -44,13 +44,9 @@ on disk; a write that fails (or a process killed outright) leaves it in place.
 """
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
-import logging
 import os
+import shutil
 import sys
-import time
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -60,6 +56,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from ddgjax.interrupts import deferred
+from ddgjax.quiet_reads import echoes_dropped, settle_failed_read
 from ddgjax.parallel import to_host
 
 KINDS = ("latest", "best", "best_val")
@@ -355,7 +352,7 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
         fields = _unpack(workdir, kind, step, out, dict(zip(names, children)), what)
         return jax.tree_util.tree_unflatten(treedef, [fields[n] for n in names]), dict(out["meta"])
     misfit = None
-    with _echoes_dropped():
+    with echoes_dropped():
         try:
             with _manager(workdir, kind, create=False) as mngr:
                 out = mngr.restore(step, args=ocp.args.Composite(
@@ -363,8 +360,8 @@ def restore(workdir: str, kind: str, target: Any) -> tuple[Any, dict]:
         except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
             misfit = CheckpointError(f"{workdir}: the '{kind}' checkpoint does not fit this "
                                      f"config ({type(e).__name__}: {_first_line(e)})")
-        if misfit is not None:  # (outside the except: _settle_failed_read says why)
-            _settle_failed_read()
+        if misfit is not None:  # (outside the except: settle_failed_read says why)
+            settle_failed_read()
     if misfit is not None:
         # Unreadable files, or a tree that does not fit the target? Reading the
         # checkpoint without a target tells them apart.
@@ -437,7 +434,7 @@ def _read_raw(workdir: str, kind: str, step: int) -> dict:
     if _is_packed(workdir, kind, step):
         items["layout"] = ocp.args.JsonRestore()
     unreadable = None
-    with _echoes_dropped():
+    with echoes_dropped():
         try:
             with _manager(workdir, kind, create=False) as mngr:
                 out = mngr.restore(step, args=ocp.args.Composite(**items))
@@ -446,8 +443,8 @@ def _read_raw(workdir: str, kind: str, step: int) -> dict:
                 raise ValueError("layout: expected a JSON object")
         except Exception as e:  # noqa: BLE001 - Orbax and TensorStore raise many types
             unreadable = UnreadableCheckpointError(checkpoint_dir(workdir, kind, step), e)
-        if unreadable is not None:  # (outside the except: _settle_failed_read says why)
-            _settle_failed_read()
+        if unreadable is not None:  # (outside the except: settle_failed_read says why)
+            settle_failed_read()
     if unreadable is not None:
         raise unreadable
     if "layout" in out and out["layout"].get("format") != LAYOUT_FORMAT:
@@ -457,63 +454,28 @@ def _read_raw(workdir: str, kind: str, step: int) -> dict:
     return out
 
 
-# The most a failed read waits for the array reads it left in flight (_settle_failed_read).
-SETTLE_SECONDS = 5.0
-# What asyncio logs of a read left in flight when it is collected.
-ASYNCIO_ECHOES = ("exception was never retrieved", "Task was destroyed but it is pending")
-
-
-@contextlib.contextmanager
-def _echoes_dropped():
-    """Around an Orbax read: the echoes of a failed one are dropped, nothing else.
-
-    Orbax reads a checkpoint's arrays concurrently (TensorStore operations, in threads of
-    their own) from an event loop that it closes as soon as one read fails. The reads
-    still in flight then finish onto the closed loop, which Python reports as an ignored
-    ``RuntimeError: Event loop is closed``, and asyncio logs each of them when it is
-    collected ("Task exception was never retrieved", "Task was destroyed but it is
-    pending"). The failure itself is reported once, as UnreadableCheckpointError; inside
-    this block those echoes are dropped (any other ignored exception or log record still
-    goes through), and :func:`_settle_failed_read` waits for the stragglers."""
-    previous_hook = sys.unraisablehook
-
-    def hook(unraisable):
-        exc = unraisable.exc_value
-        if not (isinstance(exc, RuntimeError) and "Event loop is closed" in str(exc)):
-            previous_hook(unraisable)
-
-    def keep(record) -> bool:
-        message = record.getMessage()
-        return not any(echo in message for echo in ASYNCIO_ECHOES)
-
-    log = logging.getLogger("asyncio")
-    sys.unraisablehook = hook
-    log.addFilter(keep)
-    try:
-        yield
-    finally:
-        log.removeFilter(keep)
-        sys.unraisablehook = previous_hook
-
-
-def _settle_failed_read() -> None:
-    """Inside :func:`_echoes_dropped`, after a failed read: wait (at most
-    ``SETTLE_SECONDS``) until no asyncio future of a closed event loop is left, i.e. the
-    reads left in flight have finished and been collected. Call it outside the
-    ``except`` block of the failure: the caught exception's traceback holds them."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        gc.collect()
-        stray = any(isinstance(x, asyncio.Future) and x.get_loop().is_closed()
-                    for x in gc.get_objects())
-        if not stray or time.monotonic() > deadline:
-            return
-        time.sleep(0.02)
-
-
 def _is_packed(workdir: str, kind: str, step: int) -> bool:
     """Whether checkpoint ``kind`` at ``step`` has the packed layout (a ``layout`` item)."""
     return os.path.isdir(os.path.join(checkpoint_dir(workdir, kind, step), "layout"))
+
+
+# What Orbax names a save's directory until the save has finished (``<step>`` + this + time).
+UNFINISHED_SUFFIX = ".orbax-checkpoint-tmp"
+
+
+def remove_unfinished_saves(workdir: str) -> list[str]:
+    """Delete the directories of saves that never finished (a process killed while it
+    wrote them; no reader takes them) under ``workdir/checkpoints/<kind>/``; returns
+    their paths."""
+    root = os.path.join(workdir, "checkpoints")
+    found = sorted(os.path.join(root, kind, name)
+                   for kind in (os.listdir(root) if os.path.isdir(root) else [])
+                   if os.path.isdir(os.path.join(root, kind))
+                   for name in os.listdir(os.path.join(root, kind))
+                   if UNFINISHED_SUFFIX in name)
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    return found
 
 
 def available(workdir: str) -> dict[str, int]:

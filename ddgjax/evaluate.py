@@ -88,6 +88,16 @@ def _clean(value):
     return value
 
 
+def _finite(tree):
+    """``tree`` (dicts, lists, numbers) with NaN and infinities as None (JSON's null):
+    e.g. the standard error of one draw."""
+    if isinstance(tree, dict):
+        return {k: _finite(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_finite(v) for v in tree]
+    return _clean(tree)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ddgjax-evaluate",
@@ -194,11 +204,11 @@ def main(argv=None) -> int:
             if args.train:
                 train, _, _ = load_graphs(args.train, "--train")
                 train_source = args.train
-            elif ref_split not in (None, "train") and ref_file.split.get("train"):
+            elif ref_split not in (None, "train") and select_split(ref_file, "train"):
                 train = select_split(ref_file, "train")
                 train_source = f"{parse_graph_spec(args.reference)[0]}:train"
             if args.nll:
-                print(json.dumps(run_nll(args, reference, train, train_source)))
+                print(json.dumps(_finite(run_nll(args, reference, train, train_source))))
                 return 0
             if args.validity and train is None:
                 raise ValueError("--validity needs training graphs for novelty: pass --train "
@@ -212,7 +222,7 @@ def main(argv=None) -> int:
         return 1
     out = {"protocol": args.protocol, "reference": args.reference,
            "generated": args.generated, "train": train_source}
-    out.update({k: _clean(v) for k, v in result.items()})
+    out.update(_finite(result))
     print(json.dumps(out, sort_keys=False))
     return 0
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 
 import numpy as np
 
-from ddgjax.data import Dataset, load_dataset, max_num_nodes, node_count_distribution
-from ddgjax.graphs import GraphBatch, graphs_to_batch
+from ddgjax.data import (BUNDLED_NAMES, Dataset, load_dataset, max_num_nodes,
+                         node_count_distribution)
+from ddgjax.data.datasets import BUILTIN_PREFIX
+from ddgjax.graphs import GraphBatch, GraphFormatError, graphs_to_batch
 
 
 def load_training_data(config) -> tuple[Dataset, GraphBatch, int]:
@@ -28,18 +31,40 @@ def load_training_data(config) -> tuple[Dataset, GraphBatch, int]:
     if not ds.train:
         raise ValueError(f"{config.data.source}: the training split is empty")
     max_nodes = config.data.max_nodes or max_num_nodes(ds.train + ds.test + ds.val)
+    for pos, g in enumerate(ds.train):
+        if g.number_of_nodes() > max_nodes:
+            index = ds.index["train"][pos] if ds.index else pos
+            raise GraphFormatError(
+                f"{config.data.source}: graph {index} (of the file, in its train split) has "
+                f"{g.number_of_nodes()} nodes, more than config.data.max_nodes = {max_nodes}")
     batch = graphs_to_batch(ds.train, max_nodes, source=f"{config.data.source} (train split)")
     return ds, batch, max_nodes
 
 
 def dataset_record(source: str, ds: Dataset, max_nodes: int) -> dict:
-    """What a trained run must remember of its data (``dataset.json``): the source,
-    split sizes, ``max_nodes``, the training split's node-count distribution and a
-    digest of its graphs (so a resumed run can tell whether its data changed)."""
-    return {"source": source, "name": ds.name, "max_nodes": int(max_nodes),
+    """What a trained run must remember of its data (``dataset.json``): the source as
+    given, the absolute ``path`` of a data file or directory (None for bundled and
+    builtin sources), split sizes, ``max_nodes``, the training split's node-count
+    distribution, and digests of the training split and of all the data (so a resumed
+    run, or an evaluation, can tell whether the data changed wherever it now lies)."""
+    return {"source": source, "path": data_path(source), "name": ds.name,
+            "max_nodes": int(max_nodes),
             "num_train": len(ds.train), "num_test": len(ds.test), "num_val": len(ds.val),
             "node_counts": node_count_distribution(ds.train).to_dict(),
-            "train_digest": graphs_digest(ds.train)}
+            "train_digest": graphs_digest(ds.train), "data_digest": data_digest(ds)}
+
+
+def data_path(source: str) -> str | None:
+    """The absolute path a source reads, or None for a bundled name or ``builtin:NAME``."""
+    if source in BUNDLED_NAMES or source.startswith(BUILTIN_PREFIX):
+        return None
+    return os.path.abspath(os.path.expanduser(source))
+
+
+def data_digest(ds: Dataset) -> str:
+    """Digest of a dataset's content: each split's graphs (``graphs_digest``), in order."""
+    parts = "|".join(graphs_digest(graphs) for graphs in (ds.train, ds.test, ds.val))
+    return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
 def graphs_digest(graphs) -> str:

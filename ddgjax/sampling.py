@@ -55,9 +55,10 @@ class Run(NamedTuple):
       config: the run's configuration; model: the Flax denoiser;
       process: its noise process; params: the parameters sampling uses (EMA or raw);
       max_nodes: N; node_counts: the training split's node-count distribution;
-      meta: the checkpoint's meta (epoch, step, loss); train_digest: the digest of its
-      training graphs (``input_pipeline.graphs_digest``; None where unknown);
-      checkpoint: which checkpoint was loaded (``"best"``, ``"latest"`` or ``"best_val"``).
+      meta: the checkpoint's meta (epoch, step, loss); dataset: the run's record of its
+      data (``dataset.json``: source, path, digests, split sizes; ``input_pipeline``);
+      checkpoint: which checkpoint was loaded (``"best"``, ``"latest"`` or ``"best_val"``);
+      workdir: where the run was loaded from.
     """
 
     config: ml_collections.ConfigDict
@@ -67,8 +68,9 @@ class Run(NamedTuple):
     max_nodes: int
     node_counts: NodeCountDistribution
     meta: dict
-    train_digest: str | None = None
+    dataset: dict | None = None
     checkpoint: str | None = None
+    workdir: str | None = None
 
 
 def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None = None,
@@ -144,7 +146,7 @@ def load_run(workdir: str, checkpoint: str | None = None, use_ema: bool | None =
         use_ema = bool(config.sample.get("use_ema", False))
     return Run(config, model, process, ema_params if use_ema else params,
                int(ds_info["max_nodes"]), NodeCountDistribution.from_dict(ds_info["node_counts"]),
-               meta, ds_info.get("train_digest"), checkpoint)
+               meta, ds_info, checkpoint, workdir)
 
 
 _COMPILED: dict = {}

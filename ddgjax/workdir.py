@@ -26,7 +26,8 @@ from ddgjax.reporting import write_json_atomic
 CONFIG_FILE = "config.json"
 DATASET_FILE = "dataset.json"
 # What a training run writes into its workdir (moved aside as a whole on a restart).
-RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tensorboard", "samples")
+RUN_ENTRIES = ("checkpoints", CONFIG_FILE, DATASET_FILE, "metrics.jsonl", "tensorboard", "samples",
+               "completions")
 # Config sections (or single keys) a resumed run must share with the run it resumes.
 SAME_RUN_KEYS = ("data", "model", "diffusion", "train.batch_size", "train.seed")
 # Keys under SAME_RUN_KEYS that change how a step is computed but not the run itself
@@ -36,7 +37,9 @@ RESUMABLE_CHANGES = ("model.ppgn.remat", "model.ppgn.kernels", "model.ppgn.pad_m
 # The per-model config sections: only the one config.model.name picks is the run's model.
 MODEL_SECTIONS = ("ppgn", "edp")
 # Dataset-record fields that identify the training data.
-SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest")
+SAME_DATA_FIELDS = ("max_nodes", "num_train", "train_digest", "data_digest")
+# The data are compared by content (SAME_DATA_FIELDS), not by where they lie.
+DATA_SOURCE_KEY = "data.source"
 
 
 class WorkdirError(RuntimeError):
@@ -61,7 +64,7 @@ def read_run_record(workdir: str) -> tuple[ml_collections.ConfigDict, dict]:
         path = os.path.join(workdir, name)
         if not os.path.exists(path):
             raise WorkdirError(f"{workdir}: no trained run here ({name} is missing); run "
-                               "train.py --workdir on it first")
+                               "ddgjax-train --workdir on it first")
         try:
             with open(path) as f:
                 out.append(json.load(f))
@@ -102,22 +105,32 @@ def run_differences(old_config: Any, old_dataset: dict, config: Any, dataset: di
     Compares the config keys under :data:`SAME_RUN_KEYS` that both configs have (a
     recorded config read by :func:`read_run_record` has them all), apart from
     :data:`RESUMABLE_CHANGES` and the sections of models the run does not use, and the
-    dataset-record fields :data:`SAME_DATA_FIELDS` that both records have.
+    dataset-record fields :data:`SAME_DATA_FIELDS` that both records have. The data are
+    compared by content: ``data.source`` counts only where the content differs too (or
+    cannot be compared), so a run whose data file moved resumes from its new path.
     """
     old_flat, new_flat = flatten(old_config), flatten(config)
     diffs = []
     names = {old_flat.get("model.name"), new_flat.get("model.name")}
     unused = tuple(f"model.{m}." for m in MODEL_SECTIONS if m not in names)
     for key in sorted(set(old_flat) & set(new_flat)):
-        if key in RESUMABLE_CHANGES or key.startswith(unused):
+        if key in RESUMABLE_CHANGES or key == DATA_SOURCE_KEY or key.startswith(unused):
             continue
         if any(key == k or key.startswith(k + ".") for k in SAME_RUN_KEYS):
             if not _same_value(old_flat[key], new_flat[key]):
                 diffs.append(f"{key} ({old_flat[key]!r} -> {new_flat[key]!r})")
+    config_diffs = len(diffs)
     for field in SAME_DATA_FIELDS:
         if field in old_dataset and field in dataset and old_dataset[field] != dataset[field]:
-            diffs.append("the training graphs (their content differs)" if field == "train_digest"
-                         else f"dataset {field} ({old_dataset[field]!r} -> {dataset[field]!r})")
+            if field.endswith("_digest"):
+                what = "training graphs" if field == "train_digest" else "graphs"
+                diffs.append(f"the {what} (their content differs)")
+            else:
+                diffs.append(f"dataset {field} ({old_dataset[field]!r} -> {dataset[field]!r})")
+    old_source, new_source = old_flat.get(DATA_SOURCE_KEY), new_flat.get(DATA_SOURCE_KEY)
+    by_content = any(f in old_dataset and f in dataset for f in ("train_digest", "data_digest"))
+    if old_source != new_source and (len(diffs) > config_diffs or not by_content):
+        diffs.insert(config_diffs, f"{DATA_SOURCE_KEY} ({old_source!r} -> {new_source!r})")
     return diffs
 
 

@@ -47,8 +47,23 @@ def test_select_split(tmp_path):
     assert len(select_split(f, None)) == 4
     assert [same_graph(g, graphs[i]) for g, i in zip(select_split(f, "train"), (3, 0))] == [
         True, True]
-    with pytest.raises(GraphFormatError, match=r"s\.json: unknown split 'val'.*'test', 'train'"):
-        select_split(f, "val")
+    assert select_split(f, "val") == []                 # a split without val: val empty
+    with pytest.raises(GraphFormatError, match=r"s\.json: unknown split 'valid'.*test, train, val"):
+        select_split(f, "valid")
+
+
+def test_one_split_rule_for_files_without_a_split(tmp_path):
+    """select_split (evaluation, completion, likelihood) takes the same graphs as
+    load_dataset (training, sampling's eval.json): test = the first int(0.2 N)."""
+    path = tmp_path / "plain.json"
+    graphs = random_graphs(11)
+    write_graph_list(path, graphs)
+    f, ds = read_graph_list(path), load_dataset(str(path))
+    for name in ("train", "test", "val"):
+        picked = select_split(f, name)
+        assert len(picked) == len(getattr(ds, name)) == {"train": 9, "test": 2, "val": 0}[name]
+        assert all(same_graph(g, h) for g, h in zip(picked, getattr(ds, name)))
+    assert ds.index["test"] == [0, 1]
 
 
 def test_bare_list_and_non_list_split_entries(tmp_path):

@@ -96,6 +96,11 @@ def parse_flag_values(fv, argv) -> int | None:
             # the last line of the embedded traceback is the config file's own error
             lines = [l for l in msg.strip().strip("'\"").splitlines() if l.strip()]
             msg = "config file: " + (lines[-1] if lines else msg)
+        elif m := re.search(r"Unknown command line flag '([^']+)'(?:\. Did you mean: ([^?]+?) \?)?",
+                            msg):
+            msg = f"unknown flag --{m.group(1)}" + (
+                f"; did you mean --{m.group(2).split(',')[0].strip()}?" if m.group(2) else
+                " (--help lists the flags)")
         elif isinstance(e, AttributeError) or "Did you mean" in msg:
             msg = "unknown config key " + msg.strip("'\" ").replace("''", "'")
         print(f"error: {one_line(msg)}", file=sys.stderr)

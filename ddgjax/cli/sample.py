@@ -9,8 +9,11 @@ overrides one setting. Writes OUT (default WORKDIR/samples) whole: samples.json 
 JSON graph-list format, with every setting under ``generated_by``), grid.png (generated
 vs training graphs), with --graphml one GraphML file per graph, with --chain_png the
 reverse chain of a few graphs, and, where the dataset has a test split, eval.json with
-the MMDs against it. An existing OUT is replaced only once the new one is complete, and
-only if it holds nothing but such files. Prints graphs/s.
+the MMDs against it (the run's data are found at the absolute path dataset.json
+records; --reference FILE:test scores against data that moved; without evaluation,
+--protocol none, no data are read). An existing OUT is replaced only once the new one
+is complete, only if it holds nothing but such files, and (without --overwrite) only by
+outputs of its own kind. Prints graphs/s.
 
 Graph completion (inpainting): the unknown pairs of given graphs are sampled, the known
 ones kept exactly (docs/method.md, "Graph completion")::
@@ -24,8 +27,9 @@ exactly one of --known (MASKS.json: {"masks": [{"unknown": [[i, j], ...]} or
 {"known": [[i, j], ...]}, ...]}, one mask per graph), --hide FRACTION (that fraction of
 each graph's pairs unknown, at random) or --add_nodes K (K new nodes, every pair touching
 them unknown) says which pairs are unknown. --num_samples completions per graph (default
-16); --resample_jump J --resample_rounds R turn on RePaint resampling. OUT gets
-samples.json (all completions, those of graph 0 first) and grid.png.
+16); --resample_jump J --resample_rounds R turn on RePaint resampling. OUT (default
+WORKDIR/completions) gets samples.json (all completions, those of graph 0 first) and
+grid.png.
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ def define_flags(fv) -> None:
                       "best_val (best samples on held-out graphs; config.validation) "
                       "(default: config.sample.checkpoint).", flag_values=fv)
     flags.DEFINE_integer("seed", None, "Sampling seed (default: config.sample.seed).",
-                         flag_values=fv)
+                         lower_bound=0, flag_values=fv)
     flags.DEFINE_integer("batch_size", 0, "Graphs per batch (0: config.sample.batch_size).",
                          lower_bound=0, flag_values=fv)
     flags.DEFINE_integer("num_steps", 0, "Denoising steps (0: config.sample.num_steps, else "
@@ -83,6 +87,12 @@ def define_flags(fv) -> None:
                       "Validity rule of the V.U.N. in eval.json (default: the benchmark's, "
                       "e.g. planar for Planar-60 and SPECTRE Planar-64; none: no V.U.N.).",
                       flag_values=fv)
+    flags.DEFINE_string("reference", None, "Score eval.json against these graphs "
+                        "(PATH[:SPLIT], e.g. my.json:test; novelty against the file's train "
+                        "split) instead of the run's own data, e.g. after the data moved.",
+                        flag_values=fv)
+    flags.DEFINE_bool("overwrite", False, "Let samples replace a directory of completions "
+                      "(or completions one of samples).", flag_values=fv)
     flags.DEFINE_integer("chain_png", 0, "Also draw the reverse chain of this many graphs "
                          "(chain.png: A_T ... A_0 at 8 levels).", lower_bound=0, flag_values=fv)
     flags.DEFINE_bool("quiet", False, "No progress output.", flag_values=fv)
@@ -154,7 +164,7 @@ def run_sampling(fv) -> None:
     workdir = fv.workdir
     out_dir = fv.out or os.path.join(workdir, "samples")
     if os.path.isdir(workdir):  # else load_run says the workdir is missing
-        check_output_dir(out_dir)  # before the model loads
+        check_output_dir(out_dir, "samples", fv.overwrite)  # before the model loads
     run = load_run(workdir, **model_options(fv))
     cfg = run.config
     num = fv.num_samples or cfg.sample.num_samples
@@ -175,7 +185,7 @@ def run_sampling(fv) -> None:
         num_steps=configured_num_steps(cfg, fv.num_steps),
         sampler_options=sampler_options(fv), graphml=fv.graphml, chain_png=fv.chain_png,
         protocol=fv.protocol, validity=fv.validity, record={"workdir": workdir},
-        progress=progress)
+        reference=fv.reference, overwrite=fv.overwrite, progress=progress)
     res = out["result"]
     how = f"algorithm {res['algorithm']}" if res["algorithm"] else f"{res['process']} process"
     print(f"sampled {num} graphs ({res['num_steps']} steps, {how}, checkpoint "
@@ -223,10 +233,10 @@ def run_completion(fv) -> None:
     from ddgjax.sampling import configured_num_steps, load_run
 
     workdir = fv.workdir
-    out_dir = fv.out or os.path.join(workdir, "samples")
+    out_dir = fv.out or os.path.join(workdir, "completions")
     options = sampler_options(fv)
     if os.path.isdir(workdir):
-        check_output_dir(out_dir)
+        check_output_dir(out_dir, "completions", fv.overwrite)
     requests, where = completion_requests(fv)
     run = load_run(workdir, **model_options(fv))
     cfg = run.config
@@ -243,7 +253,7 @@ def run_completion(fv) -> None:
         record={"workdir": workdir, "inputs": fv.complete,
                 "known": fv.known, "hide": fv.hide, "hide_seed": fv.hide_seed,
                 "add_nodes": fv.add_nodes},
-        where=where)
+        where=where, overwrite=fv.overwrite)
     print(f"completed {len(requests)} graphs x {num} samples in "
           f"{out['result']['seconds']:.1f} s; wrote {out_dir}/samples.json and grid.png")
 

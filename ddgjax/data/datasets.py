@@ -57,7 +57,7 @@ from typing import NamedTuple, Sequence
 import networkx as nx
 import numpy as np
 
-from ddgjax.data.formats import read_graphs
+from ddgjax.data.formats import file_splits, paper_split, read_graphs
 from ddgjax.data.generators import builtin_spec, generate_graphs
 from ddgjax.graphs import GraphFormatError, clean_graph
 
@@ -112,6 +112,8 @@ class Dataset(NamedTuple):
       test: test graphs (the reference set of the metrics).
       val: validation graphs; empty where the dataset has none.
       source: the source string it was loaded from (path or ``builtin:NAME``).
+      index: ``{"train", "test", "val"}`` -> the graphs' indices in the file (or in
+        generation order), so that errors name a graph as the file numbers it.
     """
 
     name: str
@@ -119,16 +121,11 @@ class Dataset(NamedTuple):
     test: list
     val: list
     source: str
+    index: dict | None = None
 
 
 # ----------------------------------------------------------------------------
 # splits: each maps a number of graphs N to {"train", "test", "val"} index lists
-
-
-def paper_split(num_graphs: int) -> dict[str, list[int]]:
-    """The paper's split: test = indices ``0..int(0.2 N)-1``, train = the rest, no val."""
-    num_test = int(0.2 * num_graphs)
-    return {"train": list(range(num_test, num_graphs)), "test": list(range(num_test)), "val": []}
 
 
 def spectre_split(num_graphs: int, seed: int) -> dict[str, list[int]]:
@@ -175,7 +172,7 @@ def _make_dataset(name: str, graphs: Sequence[nx.Graph], split: dict | None,
     for i, g in enumerate(graphs):
         if g.number_of_nodes() == 0:
             raise GraphFormatError(f"{where}: graph {i}: has no nodes")
-    parts = _check_split(split, len(graphs), where) if split else paper_split(len(graphs))
+    parts = file_splits(len(graphs), _check_split(split, len(graphs), where) if split else None)
     if not parts["train"]:
         raise GraphFormatError(f"{where}: the training split is empty ({len(graphs)} graphs)")
     if not parts["test"]:
@@ -183,7 +180,7 @@ def _make_dataset(name: str, graphs: Sequence[nx.Graph], split: dict | None,
                       "puts int(0.2 * N) graphs in test)", stacklevel=3)
     pick = lambda key: [graphs[i] for i in parts[key]]  # noqa: E731
     return Dataset(name=name, train=pick("train"), test=pick("test"), val=pick("val"),
-                   source=source)
+                   source=source, index=parts)
 
 
 def _load_builtin(name: str, source: str, seed: int, num_graphs: int | None) -> Dataset:

@@ -138,14 +138,30 @@ def read_graph_list(path: str | os.PathLike) -> GraphListFile:
     return GraphListFile(graphs=graphs, split=clean_split, name=str(name), path=path)
 
 
+def paper_split(num_graphs: int) -> dict[str, list[int]]:
+    """The paper's split: test = indices ``0..int(0.2 N)-1``, train = the rest, no val."""
+    num_test = int(0.2 * num_graphs)
+    return {"train": list(range(num_test, num_graphs)), "test": list(range(num_test)), "val": []}
+
+
+def file_splits(num_graphs: int, split: dict | None) -> dict[str, list[int]]:
+    """The one split rule of every entry point (training, sampling, evaluation, completion,
+    likelihood): a file's own ``split`` (``val`` empty where it has none), else
+    :func:`paper_split` (test = the first 20 %)."""
+    if not split:
+        return paper_split(num_graphs)
+    return {"val": [], **{k: list(v) for k, v in split.items()}}
+
+
 def select_split(f: GraphListFile, split: str | None) -> list:
-    """Graphs of one named split of a file (all graphs for None)."""
+    """Graphs of one named split of a file (all graphs for None), by :func:`file_splits`."""
     if split is None:
         return list(f.graphs)
-    if split not in f.split:
+    parts = file_splits(len(f.graphs), f.split)
+    if split not in parts:
         raise GraphFormatError(f"{f.path}: unknown split {split!r}; the file has "
-                               f"{sorted(f.split) or 'no splits'}")
-    return [f.graphs[i] for i in f.split[split]]
+                               f"{', '.join(sorted(parts))}")
+    return [f.graphs[i] for i in parts[split]]
 
 
 def graph_to_record(g: nx.Graph) -> dict:

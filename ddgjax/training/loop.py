@@ -20,6 +20,7 @@ program (``ddgjax.training.seeds``).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import Callable
@@ -94,6 +95,20 @@ def interruptible(body: Callable[[dict], dict], workdirs: list[str]) -> dict:
     # how far the run got, for the message (the loop has finished the checkpoint writes
     # in flight before an interrupt gets here: loop's ExitStack closes the writers)
     where = {"epoch": None, "saved_epoch": None}
+    # A start that fails leaves no empty workdir behind it (the parent of seed runs too).
+    fresh = [w for w in dict.fromkeys(workdirs + [os.path.dirname(w) for w in workdirs])
+             if w and not os.path.exists(w)]
+    try:
+        return _worded_interrupts(body, where, workdirs)
+    except BaseException:
+        for w in fresh:  # children first: seed workdirs come before their parent
+            with contextlib.suppress(OSError):
+                os.rmdir(w)  # only if empty: what a run wrote stays
+        raise
+
+
+def _worded_interrupts(body, where: dict, workdirs: list[str]) -> dict:
+    """``body(where)``, a KeyboardInterrupt turned into TrainingInterrupted."""
     try:
         return body(where)
     except TrainingInterrupted:

@@ -185,6 +185,9 @@ class TrainRun:
         self.seed = int(config.train.seed)
         self.is_main = jax.process_index() == 0
         ensure_writable_dir(workdir)
+        if self.is_main and (unfinished := checkpoints.remove_unfinished_saves(workdir)):
+            print(f"{label}removed {len(unfinished)} unfinished checkpoint save(s) of a run "
+                  f"stopped while saving: {', '.join(unfinished)}", file=sys.stderr)
         if restart:
             moved = set_aside_previous_run(workdir) if self.is_main else None
             if moved:
