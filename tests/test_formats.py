@@ -258,3 +258,14 @@ def test_read_graphs_names_and_carried_splits(tmp_path):
     with pytest.warns(UserWarning, match="arbitrary code"):
         f = formats.read_graphs(str(path), allow_pickle=True)
     assert f.split == {"train": [0, 1], "val": [], "test": [2]}
+
+
+def test_a_gz_path_is_written_gzipped_and_reads_back(tmp_path):
+    import gzip
+
+    path = tmp_path / "g.json.gz"
+    graphs = random_graphs(3)
+    write_graph_list(path, graphs, name="g")
+    with gzip.open(path, "rt") as f:
+        assert json.load(f)["name"] == "g"
+    assert all(same_graph(g, h) for g, h in zip(read_graph_list(path).graphs, graphs))

@@ -173,7 +173,8 @@ def graph_to_record(g: nx.Graph) -> dict:
 
 def write_graph_list(path: str | os.PathLike, graphs: Sequence[nx.Graph], name: str = "",
                      split: dict | None = None, **extra) -> None:
-    """Write graphs to a JSON graph-list file atomically (temp file + rename).
+    """Write graphs to a JSON graph-list file atomically (temp file + rename), gzip-compressed
+    where ``path`` ends in ``.gz``.
 
     ``name`` defaults to the file stem; ``extra`` keyword fields are written
     beside ``name`` (e.g. provenance of sampled graphs).
@@ -182,7 +183,8 @@ def write_graph_list(path: str | os.PathLike, graphs: Sequence[nx.Graph], name: 
     data = {"name": name or _stem(path), **extra,
             "split": split or {}, "graphs": [graph_to_record(g) for g in graphs]}
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
+    opener = gzip.open if path.lower().endswith(".gz") else open   # as read_graph_list reads
+    with opener(tmp, "wt") as f:
         json.dump(data, f)
     os.replace(tmp, path)
 
