@@ -6,7 +6,8 @@ JAX is imported, hence here.
 
 Compiles are the suite's main cost on a 2-core machine, so XLA's optimisation
 passes are off (``JAX_DISABLE_MOST_OPTIMIZATIONS``): programs compile about 40 %
-faster and compute the same values up to float rounding.
+faster and compute the same values up to float rounding. For the same reason XLA:CPU's
+fusion emitters are off (``--xla_cpu_use_fusion_emitters=false``, about half again).
 
 The persistent compilation cache lives in a fresh temporary directory per test
 session (so no run sees another run's programs) and is passed to the test's
@@ -23,6 +24,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
+# XLA:CPU's loop-fusion emitters cost about half of each compile here (the PPGN's train
+# step, the Pallas interpret-mode kernels); the classic elemental emitters compute the
+# same values up to float rounding. Subprocesses inherit it (test_cli.py keeps it when it
+# drops the device count).
+if "xla_cpu_use_fusion_emitters" not in os.environ["XLA_FLAGS"]:
+    os.environ["XLA_FLAGS"] += " --xla_cpu_use_fusion_emitters=false"
 
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 # A shell starts background jobs with SIGINT ignored, and children inherit that: the

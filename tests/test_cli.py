@@ -21,7 +21,9 @@ from ddgjax import checkpoints, cli, training
 from helpers import REPO
 
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
-ENV.pop("XLA_FLAGS", None)
+# one device per process (no fake devices), but conftest's compile-time flags
+ENV["XLA_FLAGS"] = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                            if "xla_force_host_platform_device_count" not in f)
 
 
 def run(*args, timeout=300):
@@ -76,13 +78,19 @@ def one_line_error(res):
 
 @pytest.fixture(scope="module")
 def trained_workdir(tmp_path_factory):
-    """train (interrupted by Ctrl-C mid-run) -> resume -> done; shared by the tests below."""
+    """train (interrupted by Ctrl-C mid-run) -> resume -> done; shared by the tests below.
+    Both commands keep their programs in their own $DDGJAX_COMPILE_CACHE (JAX's persistent
+    cache; not the session's), which test_train_cli_keeps_its_compiled_programs checks."""
     wd = tmp_path_factory.mktemp("run") / "wd"
+    cache = tmp_path_factory.mktemp("compile_cache")
+    env = {k: v for k, v in ENV.items()   # conftest sets both for the test process
+           if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
+    env["DDGJAX_COMPILE_CACHE"] = str(cache)
     common = ["train.py", "--config=configs/test.py", f"--workdir={wd}", "--quiet",
               "--config.train.checkpoint_every_epochs=1"]
     # A real Ctrl-C: start a long run, SIGINT it once a checkpoint exists.
     proc = subprocess.Popen([sys.executable, *common, "--config.train.num_epochs=1000"],
-                            cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     latest = wd / "checkpoints" / "latest"
     deadline = time.time() + 240
@@ -99,16 +107,17 @@ def trained_workdir(tmp_path_factory):
     assert m, err
     assert latest.is_dir() and not list(latest.glob("*tmp*"))
     total = int(m.group(1)) + 2   # a few epochs more than the interrupted run reached
-    res = run(*common, f"--config.train.num_epochs={total}")
+    res = subprocess.run([sys.executable, *common, f"--config.train.num_epochs={total}"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "resuming from" in res.stderr and f"trained {total} epochs" in res.stdout
     meta = json.loads((wd / "config.json").read_text())
     assert meta["train"]["num_epochs"] == total
-    return wd, total
+    return wd, total, cache
 
 
 def test_train_resume_sample_end_to_end(trained_workdir):
-    wd, total = trained_workdir
+    wd, total, _ = trained_workdir
     meta = json.loads((wd / "config.json").read_text())
     records = [json.loads(l) for l in (wd / "metrics.jsonl").read_text().splitlines()]
     assert records[-1]["event"] == "end" and records[-1]["epochs"] == total
@@ -135,7 +144,7 @@ def test_train_resume_sample_end_to_end(trained_workdir):
 
 
 def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path):
-    wd, _ = trained_workdir
+    wd, _, _ = trained_workdir
     before = tree_digest(wd / "checkpoints")
     cfg_before = (wd / "config.json").read_text()
     bad_json = tmp_path / "bad.json"
@@ -166,7 +175,7 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
     in_process = {
         "missing file": ({"data.source": "/nonexistent/graphs.json"}, "not found"),
         "graph above max nodes": ({"data.source": str(big), "data.max_nodes": 20},
-                                  "more than max_nodes"),
+                                  "more than config.data.max_nodes = 20"),
         "bad config value": ({"train.lr": -1.0}, "config.train.lr: expected a positive number"),
         "bad process option": ({"diffusion.loss": "l2"}, "config.diffusion.loss"),
         "bad model name": ({"model.name": "gcn"}, "config.model.name"),
@@ -180,6 +189,27 @@ def test_bad_inputs_fail_cleanly_and_keep_checkpoints(trained_workdir, tmp_path)
             training.train(cfg, str(wd), verbose=False)
     assert tree_digest(wd / "checkpoints") == before
     assert (wd / "config.json").read_text() == cfg_before
+
+
+def test_train_cli_keeps_its_compiled_programs(trained_workdir, tmp_path, monkeypatch, capsys):
+    """ddgjax-train fills $DDGJAX_COMPILE_CACHE (JAX's persistent cache), so the next run of
+    the model loads its programs (the commands of ``trained_workdir`` ran with that
+    variable alone); an unusable cache directory only warns (checked in process: the cache
+    is left off, JAX's settings untouched)."""
+    _, _, cache = trained_workdir
+    # every program, however quick to compile (JAX's default keeps only those of >= 1 s:
+    # one here), so a rerun also skips the op-by-op init's ~90 small compiles
+    assert len(list(cache.iterdir())) >= 20
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.setenv("DDGJAX_COMPILE_CACHE", str(blocker / "sub"))
+    assert cli.enable_compile_cache() is None
+    assert "warning: compile cache" in capsys.readouterr().err
+    assert jax.config.jax_compilation_cache_dir == before
 
 
 def test_sample_flags_default_to_the_runs_config():
@@ -240,7 +270,9 @@ def test_sampling_with_the_workdir_alone_is_the_configs_recipe(tmp_path, capsys)
 
 def test_train_cli_on_two_hosts(tmp_path):
     """Two processes joined by jax.distributed (CPU, gloo) train one run together, and
-    it equals the same run trained by one process on one device."""
+    it equals the same run trained by one process on one device; --restart and an
+    unreadable ``latest`` on two hosts (two launches of both processes: the run compared
+    with one process's is the one --restart starts)."""
     import socket
 
     with socket.socket() as s:
@@ -261,8 +293,23 @@ def test_train_cli_on_two_hosts(tmp_path):
             assert p.returncode == 0, err[-3000:]
         return outs
 
-    outs = two_hosts("--quiet", "--config.train.num_epochs=2")
-    assert all("trained 2 epochs" in out for out, _ in outs)
+    # The run one process trains alone on one device (here, in process), to compare with;
+    # a copy of it is the old run in the workdir that --restart sets aside.
+    import shutil
+
+    import jax
+
+    cfg = test_config.get_config()
+    cfg.train.num_epochs, cfg.train.checkpoint_every_epochs = 2, 1
+    training.train(cfg, str(tmp_path / "one"), verbose=False, devices=jax.devices()[:1])
+    shutil.copytree(tmp_path / "one", wd)
+    # --restart on two hosts: process 0 moves the old run aside and no process restores
+    # it (they wait for the move): both start again at epoch 0
+    outs = two_hosts("--quiet", "--restart", "--config.train.num_epochs=2",
+                     "--config.train.checkpoint_every_epochs=1")
+    for out, err in outs:
+        assert "trained 2 epochs" in out and "resuming" not in err
+    assert len(list(wd.glob("replaced-*"))) == 1
     # both hosts report the same loss: one model, gradients summed across them
     assert outs[0][0].split("best training loss")[1] == outs[1][0].split("best training loss")[1]
     assert (wd / "checkpoints" / "latest").is_dir()
@@ -270,32 +317,22 @@ def test_train_cli_on_two_hosts(tmp_path):
     # (Parameters are not compared: Adam turns float noise in gradients that are zero
     # in exact arithmetic, e.g. of biases before an instance norm, into +-lr steps. The
     # fast test_training.py::test_four_devices_match_one_device compares them under SGD.)
-    import jax
-
-    cfg = test_config.get_config()
-    cfg.train.num_epochs = 2
-    training.train(cfg, str(tmp_path / "one"), verbose=False, devices=jax.devices()[:1])
-    losses = [[r["loss"] for r in map(json.loads, (d / "metrics.jsonl").read_text().splitlines())
-               if "loss" in r] for d in (wd, tmp_path / "one")]
-    assert len(losses[0]) >= 1             # epoch 2 at least (the chunk's end)
+    records = [[json.loads(r) for r in (d / "metrics.jsonl").read_text().splitlines()]
+               for d in (wd, tmp_path / "one")]
+    assert [r["epoch"] for r in records[0] if "loss" in r] == [1, 2]   # the new run's alone
+    losses = [[r["loss"] for r in recs if "loss" in r] for recs in records]
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
-    # --restart on two hosts: process 0 moves the old run aside and no process restores
-    # it (they wait for the move): both start again at epoch 0
-    for out, err in two_hosts("--restart", "--config.train.num_epochs=1"):
-        assert "trained 1 epochs" in out and "resuming" not in err
-    assert len(list(wd.glob("replaced-*"))) == 1
-    records = (wd / "metrics.jsonl").read_text().splitlines()
-    assert [json.loads(r)["epoch"] for r in records if '"loss"' in r] == [1]
     # an unreadable `latest` on two hosts: both resume from `best`, process 0 sets the
     # bad one aside once every process has read it, and the run goes on to its end
+    best_epoch = checkpoints.restore_meta(str(wd), "best")["epoch"]
     (step_dir,) = [p for p in (wd / "checkpoints" / "latest").iterdir() if p.name.isdigit()]
     for f in (step_dir / "state").rglob("d/*"):
         f.write_bytes(f.read_bytes()[:50])
-    outs = two_hosts("--config.train.num_epochs=2")
+    outs = two_hosts("--config.train.num_epochs=3", "--config.train.checkpoint_every_epochs=1")
     assert all("trained" in out for out, _ in outs)
-    assert "resuming from the 'best' checkpoint (epoch 1)" in outs[0][1]
+    assert f"resuming from the 'best' checkpoint (epoch {best_epoch})" in outs[0][1]
     assert len(list((wd / "checkpoints").glob("unreadable-latest-*"))) == 1
-    assert checkpoints.restore_meta(str(wd), "latest")["epoch"] == 2
+    assert checkpoints.restore_meta(str(wd), "latest")["epoch"] == 3
 
 
 def test_train_cli_seeds_flag(tmp_path, monkeypatch, capsys):
@@ -338,33 +375,6 @@ def test_compile_cache_keeps_every_program_unless_jax_is_told_otherwise():
 
     assert cache_min_compile_time({}) == 0.0
     assert cache_min_compile_time({"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "2"}) is None
-
-
-def test_train_cli_keeps_its_compiled_programs(tmp_path, monkeypatch, capsys):
-    """ddgjax-train fills $DDGJAX_COMPILE_CACHE (JAX's persistent cache), so the next run of
-    the model loads its programs; an unusable cache directory only warns (checked in
-    process: the cache is left off, JAX's settings untouched)."""
-    env = {k: v for k, v in ENV.items()   # conftest sets both for the test process
-           if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
-    cache = tmp_path / "cache"
-    res = subprocess.run([sys.executable, "train.py", "--config=configs/test.py",
-                          f"--workdir={tmp_path / 'wd'}", "--quiet",
-                          "--config.train.num_epochs=1"], cwd=REPO, capture_output=True,
-                         text=True, timeout=300, env={**env, "DDGJAX_COMPILE_CACHE": str(cache)})
-    assert res.returncode == 0, res.stderr[-2000:]
-    # every program, however quick to compile (JAX's default keeps only those of >= 1 s:
-    # one here), so a rerun also skips the op-by-op init's ~90 small compiles
-    assert len(list(cache.iterdir())) >= 20
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    import jax
-
-    before = jax.config.jax_compilation_cache_dir
-    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
-    monkeypatch.setenv("DDGJAX_COMPILE_CACHE", str(blocker / "sub"))
-    assert cli.enable_compile_cache() is None
-    assert "warning: compile cache" in capsys.readouterr().err
-    assert jax.config.jax_compilation_cache_dir == before
 
 
 def test_eval_json_scores_a_benchmark_as_its_table_does(tmp_path, capsys):

@@ -84,15 +84,15 @@ def test_pair_mlp_kernel_equals_its_reference_and_differentiates_through_it():
     args = _pair_args(5, M, C, H)
     for dtype, tol in ((jnp.float32, 1e-5), (jnp.bfloat16, 2e-2)):
         cast = [a.astype(dtype) for a in args]
-        out = np.asarray(jnp.stack(pair_mlps(*cast, TRITON)), np.float32)
-        ref = np.asarray(jnp.stack(pair_mlps_reference(*cast)), np.float32)
+        out = np.asarray(jnp.stack(jax.jit(lambda *a: pair_mlps(*a, TRITON))(*cast)), np.float32)
+        ref = np.asarray(jnp.stack(jax.jit(pair_mlps_reference)(*cast)), np.float32)
         assert out.shape == (2, H, M)
         np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * np.abs(ref).max())
     w = jax.random.normal(jax.random.key(0), (2, H, M))
-    g = jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps(*a, TRITON))),
-                 argnums=(0, 1, 3))(*args)
-    g_ref = jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps_reference(*a))),
-                     argnums=(0, 1, 3))(*args)
+    g = jax.jit(jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps(*a, TRITON))),
+                         argnums=(0, 1, 3)))(*args)
+    g_ref = jax.jit(jax.grad(lambda *a: jnp.sum(w * jnp.stack(pair_mlps_reference(*a))),
+                             argnums=(0, 1, 3)))(*args)
     _all_close_tree(g, g_ref, 1e-5, 1e-5)
 
 
@@ -104,12 +104,12 @@ def test_pair_mlp_kernel_under_vmap_merges_the_examples():
     x = jnp.stack([x, -x, 2 * x])
     s = jax.random.uniform(jax.random.key(1), (V, M))
     run = lambda *a: pair_mlps(*a, TRITON)
-    out = jax.vmap(run, in_axes=(0, None, None, None, None, 0))(x, w0, b0, w1, b1, s)
+    out = jax.jit(jax.vmap(run, in_axes=(0, None, None, None, None, 0)))(x, w0, b0, w1, b1, s)
     for v in range(V):
         _all_close_tree([o[v] for o in out], pair_mlps_reference(x[v], w0, b0, w1, b1, s[v]),
                         1e-5, 1e-5)
     w0s = jnp.stack([w0, 2 * w0, -w0])
-    out = jax.vmap(run, in_axes=(0, 0, None, None, None, 0))(x, w0s, b0, w1, b1, s)
+    out = jax.jit(jax.vmap(run, in_axes=(0, 0, None, None, None, 0)))(x, w0s, b0, w1, b1, s)
     _all_close_tree(out[0][1], pair_mlps_reference(x[1], w0s[1], b0, w1, b1, s[1])[0],
                     1e-5, 1e-5)
 
@@ -127,14 +127,14 @@ def test_pair_mlp_kernel_gradient_from_residuals_equals_autodiff_of_the_referenc
     for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 2e-2)):
         cast = [a.astype(dtype) for a in args]
         every = tuple(range(len(args)))
-        g = jax.grad(loss(kernel), argnums=every)(*cast)
+        g = jax.jit(jax.grad(loss(kernel), argnums=every))(*cast)
         assert [x.dtype for x in g] == [dtype] * len(args)
-        _all_close_tree(g, jax.grad(loss(pair_mlps_reference), argnums=every)(*cast), rtol,
-                        atol)
-    m0, m1, hidden = make_forward(True, TRITON)(*args)          # the residuals' kernel
-    _all_close_tree((m0, m1), pair_mlps_reference(*args), 1e-5, 1e-5)
+        _all_close_tree(g, jax.jit(jax.grad(loss(pair_mlps_reference), argnums=every))(*cast),
+                        rtol, atol)
+    m0, m1, hidden = jax.jit(make_forward(True, TRITON))(*args)  # the residuals' kernel
+    _all_close_tree((m0, m1), jax.jit(pair_mlps_reference)(*args), 1e-5, 1e-5)
     assert hidden.shape == (M, 2 * H)
-    _all_close_tree(hidden, hidden_reference(*args[:3]), 1e-5, 1e-5)
+    _all_close_tree(hidden, jax.jit(hidden_reference)(*args[:3]), 1e-5, 1e-5)
 
 
 def test_pair_mlp_backward_drops_the_scale_gemm_when_the_scale_needs_no_gradient():
@@ -163,13 +163,13 @@ def test_mix_norm_kernel_equals_its_reference_under_vmap_and_grad(nodes, G):
     x, prod, wx, wp, b, mask = args
     kernel = lambda *a: mix_with_stats(*a, nsq, TRITON)
     reference = lambda *a: mix_with_stats_reference(*a, nsq)
-    got, want = kernel(*args), reference(*args)
+    got, want = jax.jit(kernel)(*args), jax.jit(reference)(*args)
     assert got[1].shape == (G, 2, 16)
     _all_close_tree(got, want, 1e-5, 1e-5)
     M = G * nsq
     xs, ps, ms = x.reshape(2, M // 2, -1), jnp.stack([prod[:, :M // 2], prod[:, M // 2:]]), \
         mask.reshape(2, M // 2)
-    got = jax.vmap(lambda a, p, m: kernel(a, p, wx, wp, b, m))(xs, ps, ms)
+    got = jax.jit(jax.vmap(lambda a, p, m: kernel(a, p, wx, wp, b, m)))(xs, ps, ms)
     for v in range(2):
         _all_close_tree([g[v] for g in got], reference(xs[v], ps[v], wx, wp, b, ms[v]),
                         1e-5, 1e-5)
@@ -185,8 +185,8 @@ def test_mix_norm_kernel_equals_its_reference_under_vmap_and_grad(nodes, G):
     every = tuple(range(len(args)))
     for dtype, rtol, atol in ((jnp.float32, 1e-5, 1e-5), (jnp.bfloat16, 5e-2, 3e-2)):
         cast = [a.astype(dtype) for a in args]
-        _all_close_tree(jax.grad(loss(kernel), argnums=every)(*cast),
-                        jax.grad(loss(reference), argnums=every)(*cast), rtol, atol)
+        _all_close_tree(jax.jit(jax.grad(loss(kernel), argnums=every))(*cast),
+                        jax.jit(jax.grad(loss(reference), argnums=every))(*cast), rtol, atol)
 
 
 @pytest.mark.parametrize("subtiles", [2, 3])
@@ -198,12 +198,12 @@ def test_kernels_running_several_tiles_per_program_equal_their_references(subtil
     settings = KernelSettings(backend="triton", interpret=True, subtiles=subtiles,
                               max_tile_rows=32)
     args = _pair_args(17, 512)
-    _all_close_tree(pair_mlps(*args, settings), pair_mlps_reference(*args), 1e-5, 1e-5)
-    _all_close_tree(make_forward(True, settings)(*args),
-                    pair_mlps_reference(*args) + (hidden_reference(*args[:3]),), 1e-5, 1e-5)
+    ref = jax.jit(lambda *a: pair_mlps_reference(*a) + (hidden_reference(*a[:3]),))(*args)
+    _all_close_tree(jax.jit(lambda *a: pair_mlps(*a, settings))(*args), ref[:2], 1e-5, 1e-5)
+    _all_close_tree(jax.jit(make_forward(True, settings))(*args), ref, 1e-5, 1e-5)
     margs = _mix_args(18, 6, 16)                        # 6 nodes: 18 tiles of 32 rows
-    _all_close_tree(mix_with_stats(*margs, 36, settings), mix_with_stats_reference(*margs, 36),
-                    1e-5, 1e-5)
+    _all_close_tree(jax.jit(lambda *a: mix_with_stats(*a, 36, settings))(*margs),
+                    jax.jit(lambda *a: mix_with_stats_reference(*a, 36))(*margs), 1e-5, 1e-5)
 
 
 @pytest.mark.parametrize("tile_rows,nodes_sq,tiles", [(128, 3600, 900), (64, 96, 12),

@@ -38,22 +38,23 @@ def test_pair_kernel_equals_the_reference(tiles, max_ctas, c):
     with the folded embedding's 16 input channels; 4 tiles over 2 CTAs run the pipeline
     two steps per CTA, 6 three (the double buffers wrap around). The
     warp-specialized kernel gives the plain kernel's result bit for bit."""
-    x, w0, b0, w1, b1, scale = pair_mlp_mgpu.random_inputs(mgpu.TILE_ROWS * tiles, c=c,
-                                                           seed=tiles + c)
+    x, w0, b0, w1, b1, scale = jax.jit(pair_mlp_mgpu.random_inputs, static_argnums=(0, 1, 2, 3))(
+        mgpu.TILE_ROWS * tiles, c, 128, tiles + c)
     scale = scale.at[::7].set(0)                       # masked rows, as the PPGN passes them
-    got = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale, max_ctas=max_ctas,
-                                  interpret=ON_CPU)
-    want = pair_mlp.pair_mlps_reference(x, w0, b0, w1, b1, scale)
-    ref32 = pair_mlp.pair_mlps_reference(*(a.astype(jnp.float32) for a in
-                                           (x, w0, b0, w1, b1, scale)))
+    # (each call jitted: one compile, instead of one per operation run eagerly)
+    kernel = jax.jit(lambda *a, ws=False: pair_mlp_mgpu.pair_mlps(
+        *a, max_ctas=max_ctas, interpret=ON_CPU, warp_specialized=ws), static_argnames="ws")
+    got = kernel(x, w0, b0, w1, b1, scale)
+    want, ref32 = jax.jit(lambda *a: (pair_mlp.pair_mlps_reference(*a),
+                                      pair_mlp.pair_mlps_reference(
+                                          *(v.astype(jnp.float32) for v in a))))(
+        x, w0, b0, w1, b1, scale)
     for g, w, w32 in zip(got, want, ref32):
         assert g.shape == w.shape == (128, x.shape[0]) and g.dtype == jnp.bfloat16
         assert _rel(g, w) < 5e-3 and _rel(g, w32) < 1e-2
     np.testing.assert_array_equal(np.asarray(got[0])[:, ::7], 0)
-    ws = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale.astype(jnp.bfloat16),
-                                 max_ctas=max_ctas, interpret=ON_CPU, warp_specialized=True)
-    plain = pair_mlp_mgpu.pair_mlps(x, w0, b0, w1, b1, scale.astype(jnp.bfloat16),
-                                    max_ctas=max_ctas, interpret=ON_CPU)
+    ws = kernel(x, w0, b0, w1, b1, scale.astype(jnp.bfloat16), ws=True)
+    plain = kernel(x, w0, b0, w1, b1, scale.astype(jnp.bfloat16))
     for g, p in zip(ws, plain):
         np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(p, np.float32))
 
@@ -82,10 +83,13 @@ def test_mix_kernel_equals_the_reference(graphs, nodes_sq, max_ctas, c):
     inside 64-row tiles (both partial sums of a tile are used), 3 CTAs run two tiles each;
     on 2 CTAs six tiles each run the three pipeline buffers round twice; 16 input channels
     are the folded embedding's."""
-    x, prod, wx, wp, b, mask = mix_norm_mgpu.random_inputs(graphs, nodes_sq, seed=graphs)
+    x, prod, wx, wp, b, mask = jax.jit(mix_norm_mgpu.random_inputs, static_argnums=(0, 1, 2))(
+        graphs, nodes_sq, graphs)
     args = (x[:, :c], prod, wx[:c], wp, b, mask)
-    got = mix_norm_mgpu.mix_with_stats(*args, nodes_sq, max_ctas=max_ctas, interpret=ON_CPU)
-    want = mix_norm.mix_with_stats_reference(*args, nodes_sq)
+    # (each call jitted: one compile, instead of one per operation run eagerly)
+    got = jax.jit(lambda *a: mix_norm_mgpu.mix_with_stats(*a, nodes_sq, max_ctas=max_ctas,
+                                                          interpret=ON_CPU))(*args)
+    want = jax.jit(lambda *a: mix_norm.mix_with_stats_reference(*a, nodes_sq))(*args)
     assert got[0].shape == want[0].shape and got[0].dtype == jnp.bfloat16
     assert got[1].shape == want[1].shape == (graphs, 2, 128)
     assert _rel(got[0], want[0]) < 5e-3
@@ -189,10 +193,12 @@ def test_readout_kernel_equals_the_reference(blocks, max_ctas, tile_rows):
     """The readout and residual layer, channels first: 384 rows in tiles of 64 (ring of
     three) or 128 (ring of two) over 2-3 CTAs, with 8, 2 or 1 block outputs (with fewer
     blocks than ring buffers the loads run a tile or two ahead)."""
-    args = readout_mgpu.random_inputs(64 * 6, k_blocks=blocks, seed=blocks)
-    got = readout_mgpu.readout(*args, max_ctas=max_ctas, interpret=ON_CPU,
-                               tile_rows=tile_rows)
-    want = readout_mgpu.readout_reference(*args)
+    args = jax.jit(readout_mgpu.random_inputs, static_argnums=(0, 1, 2, 3))(64 * 6, 3, blocks,
+                                                                           blocks)
+    # (each call jitted: one compile, instead of one per operation run eagerly)
+    got = jax.jit(lambda *a: readout_mgpu.readout(*a, max_ctas=max_ctas, interpret=ON_CPU,
+                                                  tile_rows=tile_rows))(*args)
+    want = jax.jit(readout_mgpu.readout_reference)(*args)
     assert got.shape == (128, 64 * 6) and got.dtype == jnp.bfloat16
     assert np.isfinite(np.asarray(got, np.float32)).all()
     assert _rel(got, want) < 5e-3
@@ -207,12 +213,15 @@ def test_readout_kernel_with_the_output_layer_folded_in():
     x0, xs, w0, ws, b, wr, br = readout_mgpu.random_inputs(64 * 4, k_blocks=3, seed=31)
     w_out = jax.random.normal(jax.random.key(32), (128,)) / 11
     args = (x0, xs, w0, ws, b, wr, br)
-    got = readout_mgpu.readout(*args, max_ctas=2, interpret=ON_CPU, w_out=w_out)
-    out_t = readout_mgpu.readout(*args, max_ctas=2, interpret=ON_CPU)
+    # (each call jitted: one compile, instead of one per operation run eagerly)
+    kernel = jax.jit(lambda *a, w_out=None: readout_mgpu.readout(*a, max_ctas=2,
+                                                                 interpret=ON_CPU, w_out=w_out))
+    got = kernel(*args, w_out=w_out)
+    out_t = kernel(*args)
     assert got.shape == (64 * 4,) and got.dtype == jnp.float32
     assert _rel(got, jnp.einsum("hm,h->m", f32(out_t), w_out)) < 2e-5
-    want = readout_mgpu.readout_logits_reference(f32(x0), tuple(f32(v) for v in xs), f32(w0),
-                                                 f32(ws), f32(b), f32(wr), f32(br), w_out)
+    want = jax.jit(readout_mgpu.readout_logits_reference)(
+        f32(x0), tuple(f32(v) for v in xs), f32(w0), f32(ws), f32(b), f32(wr), f32(br), w_out)
     assert _rel(got, want) < 5e-3
     hi, lo = jax.jit(readout_mgpu.split_hi_lo)(w_out)
     assert _rel(f32(hi) + f32(lo), w_out) < 2e-5 < _rel(f32(hi), w_out)

@@ -173,6 +173,9 @@ def test_resume_equals_straight_run(tmp_path):
     assert first["epochs"] == 2
     second = training.train(cfg, str(tmp_path / "b"), verbose=False)
     assert second["epochs"] == 4 and second["steps"] == straight["steps"]
+    # A workdir with checkpoints resumes at an epoch only its restore knows: no
+    # background compile (the first call compiles as before); a fresh run has one.
+    assert straight["precompiled"] and not second["precompiled"]
     a, b = _params_of(tmp_path / "a"), _params_of(tmp_path / "b")
     jax.tree_util.tree_map(lambda x, y: np.testing.assert_array_equal(x, y), a, b)
     losses_a = [r for r in map(json.loads, open(tmp_path / "a" / "metrics.jsonl")) if "loss" in r]
@@ -559,6 +562,7 @@ def test_an_interrupt_during_boundary_work_waits_for_its_checkpoint(tmp_path, mo
     _assert_same_run(tmp_path / "cut", tmp_path / "full")
 
 
+# (No background compile when resuming: test_resume_equals_straight_run.)
 @pytest.mark.parametrize("kind", ["bar", "buckets", "seeds"])
 def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypatch, kind,
                                                               compiles):
@@ -611,12 +615,3 @@ def test_precompiled_first_chunk_is_the_program_the_calls_run(tmp_path, monkeypa
             _assert_same_run(tmp_path / "pre" / f"seed_{s}", tmp_path / "plain" / f"seed_{s}")
     else:
         _assert_same_run(tmp_path / "pre", tmp_path / "plain")
-
-
-def test_no_precompile_when_resuming(tmp_path):
-    """A workdir with checkpoints resumes at an epoch only its restore knows: no
-    background compile (the first call compiles as before)."""
-    cfg = test_config.get_config()
-    training.train(cfg, str(tmp_path), stop_after_epochs=2, verbose=False, devices=ONE)
-    resumed = training.train(cfg, str(tmp_path), verbose=False, devices=ONE)
-    assert resumed["epochs"] == cfg.train.num_epochs and not resumed["precompiled"]
