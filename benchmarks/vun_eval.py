@@ -39,7 +39,7 @@ def main() -> None:
                     help="default: the run's config.sample.checkpoint")
     ap.add_argument("--ema", default=None, choices=["true", "false"],
                     help="sample with the EMA parameters (default: config.sample.use_ema)")
-    ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "none"],
+    ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "lobster", "none"],
                     help="none: no validity rule (then V.U.N. is not computed)")
     ap.add_argument("--protocol", default="spectre",
                     choices=["spectre", "paper", "spectre_emd", "none"],

@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "spectre: TV kernels plus spectral MMD, nothing stripped; "
                         "spectre_emd: the paper's EMD kernels plus spectral EMD, nothing "
                         "stripped (DiGress/GRAN on Community-20)")
-    p.add_argument("--validity", choices=("planar", "sbm"), default=None,
+    p.add_argument("--validity", choices=("planar", "sbm", "lobster"), default=None,
                    help="also report valid/unique/novel/vun with this validity test")
     p.add_argument("--train", default=None, metavar="PATH[:SPLIT]",
                    help="training graphs (floor and novelty; with --nll the edge density "

@@ -17,6 +17,7 @@ import numpy as np
 from ddgjax.data import (BUNDLED_NAMES, Dataset, load_dataset, max_num_nodes,
                          node_count_distribution)
 from ddgjax.data.datasets import BUILTIN_PREFIX
+from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphBatch, GraphFormatError, graphs_to_batch
 
 
@@ -55,8 +56,9 @@ def dataset_record(source: str, ds: Dataset, max_nodes: int) -> dict:
 
 
 def data_path(source: str) -> str | None:
-    """The absolute path a source reads, or None for a bundled name or ``builtin:NAME``."""
-    if source in BUNDLED_NAMES or source.startswith(BUILTIN_PREFIX):
+    """The absolute path a source reads, or None for a dataset named by the package (bundled,
+    large or ``builtin:NAME``)."""
+    if source in BUNDLED_NAMES or source in LARGE_NAMES or source.startswith(BUILTIN_PREFIX):
         return None
     return os.path.abspath(os.path.expanduser(source))
 

@@ -24,7 +24,7 @@ from typing import Callable
 import networkx as nx
 import numpy as np
 
-from ddgjax.data import BUNDLED_NAMES, benchmark_evaluation, load_dataset, write_graph_list
+from ddgjax.data import benchmark_evaluation, load_dataset, write_graph_list
 from ddgjax.interrupts import deferred
 from ddgjax.plotting import chain_rows, draw_graph_grid
 from ddgjax.reporting import write_json_atomic
@@ -187,14 +187,14 @@ def run_data(run: Run, needed: bool = True):
     runs recorded before paths were), checked against the record's content digest.
     Returns None, when not ``needed``, where it is gone or changed; raises SamplingError
     (one line naming the record, the path and ``--reference`` as the way out) when needed."""
-    from ddgjax.input_pipeline import data_digest
+    from ddgjax import input_pipeline
 
     cfg, record = run.config, run.dataset or {}
     source = path = cfg.data.source
     where = os.path.join(run.workdir or ".", "dataset.json")
     way_out = ("pass --reference FILE:test (the data where they are now) or --protocol none "
                "(no eval.json)")
-    if source not in BUNDLED_NAMES and not source.startswith("builtin:"):
+    if input_pipeline.data_path(source) is not None:
         path = record.get("path") or os.path.abspath(os.path.expanduser(source))
         if not os.path.exists(path):
             if not needed:
@@ -202,7 +202,7 @@ def run_data(run: Run, needed: bool = True):
             raise SamplingError(f"{where}: the run's data {path} are not there any more "
                                 f"(moved, or another machine); {way_out}")
     ds = load_dataset(path, allow_pickle=cfg.data.get("allow_pickle", False))
-    if record.get("data_digest") and data_digest(ds) != record["data_digest"]:
+    if record.get("data_digest") and input_pipeline.data_digest(ds) != record["data_digest"]:
         if not needed:
             return None
         raise SamplingError(f"{where}: the graphs at {path} differ from those the run was "

@@ -137,12 +137,12 @@ def check_validation_config(config) -> None:
                          f"multiple of config.train.checkpoint_every_epochs ({ckpt}), got {every}")
     if int(v.num_samples) < 1:
         raise ValueError("config.validation.num_samples: expected a positive integer")
-    if v.validity not in ("", "planar", "sbm"):
-        raise ValueError(f"config.validation.validity: expected '', 'planar' or 'sbm', got "
-                         f"{v.validity!r}")
+    if v.validity not in ("", "planar", "sbm", "lobster"):
+        raise ValueError(f"config.validation.validity: expected '', 'planar', 'sbm' or "
+                         f"'lobster', got {v.validity!r}")
     if v.metric == "valid" and not v.validity:
         raise ValueError("config.validation.metric='valid' needs a rule in "
-                         "config.validation.validity ('planar' or 'sbm')")
+                         "config.validation.validity ('planar', 'sbm' or 'lobster')")
     selection_key({"avg": 0.0, "valid": 1.0}, v.metric)  # validates the metric
 
 

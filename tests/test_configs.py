@@ -88,14 +88,15 @@ def test_missing_spec(spec):
 # one config per benchmark dataset: its default is the published row's recipe
 
 
-def test_every_dataset_config_exists_and_reads_its_bundled_dataset():
+def test_every_dataset_config_exists_and_reads_its_named_dataset():
     from ddgjax.configuration import DATASET_CONFIGS, get_config
     from ddgjax.data import BUNDLED_NAMES
+    from ddgjax.data.large_sets import LARGE_NAMES
 
     for name in DATASET_CONFIGS:
         assert (REPO / "configs" / f"{name}.py").is_file(), name
         cfg = get_config(name)
-        assert cfg.data.source == name and name in BUNDLED_NAMES
+        assert cfg.data.source == name and name in BUNDLED_NAMES + LARGE_NAMES
 
 
 def test_the_spectre_planar_64_config_is_the_headline_recipe():

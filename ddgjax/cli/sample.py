@@ -83,7 +83,7 @@ def define_flags(fv) -> None:
                       "MMD protocol against the test split ('none' to skip; default: the "
                       "benchmark's, e.g. spectre for the SPECTRE sets, else paper).",
                       flag_values=fv)
-    flags.DEFINE_enum("validity", None, ["planar", "sbm", "none"],
+    flags.DEFINE_enum("validity", None, ["planar", "sbm", "lobster", "none"],
                       "Validity rule of the V.U.N. in eval.json (default: the benchmark's, "
                       "e.g. planar for Planar-60 and SPECTRE Planar-64; none: no V.U.N.).",
                       flag_values=fv)

@@ -20,6 +20,9 @@ source                      meaning
 ``path/to/g.edgelist``      one edge-list graph (``.txt``/``.edges`` too)
 ``path/to/list.pkl``        a pickled list of networkx graphs (``.pickle``
                             too); only with ``allow_pickle=True``
+``planar_l`` ...            a large PolyGraph set (``planar_l``, ``sbm_l``,
+                            ``lobster_l``): generated on first use and
+                            cached (:mod:`ddgjax.data.large_sets`)
 ``builtin:NAME``            a seeded generator, NAME one of
                             :data:`ddgjax.data.generators.BUILTIN_NAMES`
 ==========================  ===================================================
@@ -58,7 +61,9 @@ import networkx as nx
 import numpy as np
 
 from ddgjax.data.formats import file_splits, paper_split, read_graphs
+from ddgjax.data import large_sets
 from ddgjax.data.generators import builtin_spec, generate_graphs
+from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphFormatError, clean_graph
 
 BUILTIN_PREFIX = "builtin:"
@@ -71,7 +76,10 @@ BUNDLED_NAMES = ("community_small", "ego_small", "sbm_27", "planar_60",
 BENCHMARK_EVALUATION = {"planar_60": ("paper", "planar"),
                         "spectre_planar_64": ("spectre", "planar"),
                         "spectre_sbm": ("spectre", "sbm"),
-                        "spectre_comm20": ("spectre_emd", None)}
+                        "spectre_comm20": ("spectre_emd", None),
+                        "planar_l": ("spectre", "planar"),
+                        "sbm_l": ("spectre", "sbm"),
+                        "lobster_l": ("spectre", "lobster")}
 
 
 def benchmark_evaluation(source: str) -> tuple[str, str | None]:
@@ -99,7 +107,7 @@ def source_path(source: str) -> str:
     if not os.path.exists(path):
         raise GraphFormatError(
             f"{source}: file or directory not found, and not a bundled dataset "
-            f"({', '.join(BUNDLED_NAMES)}) or builtin:NAME")
+            f"({', '.join(BUNDLED_NAMES + LARGE_NAMES)}) or builtin:NAME")
     return path
 
 
@@ -224,6 +232,9 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
     if num_graphs is not None:
         raise ValueError(f"{source}: num_graphs applies only to builtin:NAME sources; "
                          "a file always loads whole")
+    if source in LARGE_NAMES:
+        f = large_sets.read_cached(source)
+        return _make_dataset(f.name, f.graphs, f.split, source, f.path)
     path = source_path(source)
     f = read_graphs(path, allow_pickle=allow_pickle)
     return _make_dataset(f.name, f.graphs, f.split or None, source, path)

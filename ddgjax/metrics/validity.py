@@ -30,7 +30,7 @@ from ddgjax.metrics.sbm_fit import resolve_sbm_fit, sbm_partitions
 
 SBM_P_INTRA = 0.3
 SBM_P_INTER = 0.005
-VALIDITY_KINDS = ("planar", "sbm")
+VALIDITY_KINDS = ("planar", "sbm", "lobster")
 
 
 # ----------------------------------------------------------------------------
@@ -40,6 +40,20 @@ VALIDITY_KINDS = ("planar", "sbm")
 def is_planar_valid(g: nx.Graph) -> bool:
     """Connected and planar (SPECTRE's planar validity). Empty graphs are not valid."""
     return g.number_of_nodes() > 0 and nx.is_connected(g) and nx.check_planarity(g)[0]
+
+
+def is_lobster_valid(g: nx.Graph) -> bool:
+    """A lobster: a tree whose leaves, removed twice, leave a path (or nothing), i.e.
+    every node is at most two hops from one backbone path (GRAN's and PolyGraph's rule)."""
+    if g.number_of_nodes() == 0 or not nx.is_tree(g):
+        return False
+    h = g.copy()
+    for _ in range(2):
+        leaves = [v for v, d in h.degree() if d <= 1]
+        if len(leaves) == h.number_of_nodes():   # a path of 1-2 nodes: nothing left
+            return True
+        h.remove_nodes_from(leaves)
+    return h.number_of_nodes() == 0 or max(d for _, d in h.degree()) <= 2
 
 
 # ----------------------------------------------------------------------------
@@ -123,7 +137,8 @@ def is_sbm_valid(g: nx.Graph, p_intra: float = SBM_P_INTRA, p_inter: float = SBM
     return bool(sbm_validity([g], fit=fit, seed=seed, p_intra=p_intra, p_inter=p_inter)[0][0])
 
 
-VALIDITY_FUNCTIONS = {"planar": is_planar_valid, "sbm": is_sbm_valid}
+VALIDITY_FUNCTIONS = {"planar": is_planar_valid, "sbm": is_sbm_valid,
+                      "lobster": is_lobster_valid}
 
 
 # ----------------------------------------------------------------------------
@@ -168,7 +183,7 @@ def novel_mask(graphs: Sequence[nx.Graph], train: Sequence[nx.Graph]) -> np.ndar
 
 
 def validity_with_fit(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None):
-    """``(bool[len], fit_label)``: validity under ``kind`` in {"planar", "sbm"}.
+    """``(bool[len], fit_label)``: validity under ``kind`` in :data:`VALIDITY_KINDS`.
 
     ``fit_label`` names the SBM fit (e.g. ``"graph-tool 2.45"``, ``"ddgjax"``) for
     ``kind="sbm"`` and is None for planar; ``sbm_fit`` picks it
@@ -183,7 +198,7 @@ def validity_with_fit(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None
 
 
 def validity_mask(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None) -> np.ndarray:
-    """``bool[len]`` validity under ``kind`` in {"planar", "sbm"} (:func:`validity_with_fit`)."""
+    """``bool[len]`` validity under ``kind`` in :data:`VALIDITY_KINDS` (:func:`validity_with_fit`)."""
     return validity_with_fit(graphs, kind, sbm_fit)[0]
 
 
