@@ -70,11 +70,16 @@ def parse_graph_spec(spec: str) -> tuple[str, str | None]:
 def load_graphs(spec: str, what: str):
     """Graphs of ``PATH[:SPLIT]``, plus the file (for its other splits)."""
     from ddgjax.data import read_graph_list, select_split
+    from ddgjax.data import large_sets
     from ddgjax.data.datasets import BUNDLED_NAMES, bundled_path
+    from ddgjax.data.large_sets import LARGE_NAMES
     from ddgjax.graphs import GraphFormatError
 
     path, split = parse_graph_spec(spec)
-    f = read_graph_list(bundled_path(path) if path in BUNDLED_NAMES else path)
+    if path in LARGE_NAMES:                     # generated on first use, then cached
+        f = large_sets.read_cached(path)
+    else:
+        f = read_graph_list(bundled_path(path) if path in BUNDLED_NAMES else path)
     graphs = select_split(f, split)
     if not graphs:
         where = f"split {split!r} of {path}" if split else path
