@@ -31,7 +31,7 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--data", required=True, help="dataset name or file (its test split is "
                     "the reference, its training split the novelty set)")
-    ap.add_argument("--protocol", default="paper", choices=["paper", "spectre", "spectre_emd"])
+    ap.add_argument("--protocol", default="paper", choices=["paper", "spectre", "spectre_emd", "polygraph"])
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "lobster", "none"],
                     help="none: no validity rule (no V.U.N.)")
     ap.add_argument("--out", default="", help="write the rows as JSON here")

@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--validity", default="planar", choices=["planar", "sbm", "lobster", "none"],
                     help="none: no validity rule (then V.U.N. is not computed)")
     ap.add_argument("--protocol", default="spectre",
-                    choices=["spectre", "paper", "spectre_emd", "none"],
+                    choices=["spectre", "paper", "spectre_emd", "polygraph", "none"],
                     help="MMD kernels; none: only sample and write the graphs (evaluate the "
                          "files later with check_samples.py)")
     ap.add_argument("--seeds", type=int, default=5)

@@ -112,11 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "my_graphs.json:test")
     p.add_argument("--generated", metavar="PATH[:SPLIT]",
                    help="generated graphs (JSON graph list); required unless --nll")
-    p.add_argument("--protocol", choices=("paper", "spectre", "spectre_emd"), default="paper",
+    p.add_argument("--protocol", choices=("paper", "spectre", "spectre_emd", "polygraph"),
+                   default="paper",
                    help="paper: EMD/L2 kernels, generated graphs stripped of isolated nodes; "
                         "spectre: TV kernels plus spectral MMD, nothing stripped; "
                         "spectre_emd: the paper's EMD kernels plus spectral EMD, nothing "
-                        "stripped (DiGress/GRAN on Community-20)")
+                        "stripped (DiGress/GRAN on Community-20); polygraph: spectre plus "
+                        "PolyGraph's RBF MMD of each statistic (rbf_*)")
     p.add_argument("--validity", choices=("planar", "sbm", "lobster"), default=None,
                    help="also report valid/unique/novel/vun with this validity test")
     p.add_argument("--train", default=None, metavar="PATH[:SPLIT]",

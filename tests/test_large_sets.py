@@ -71,3 +71,34 @@ def test_a_large_set_loads_by_name_through_its_cache(tmp_path, monkeypatch):
     assert graphs_digest(ds.test) == graphs_digest(generate_split("lobster_l", "test"))
     (tmp_path / "ddgjax" / "lobster_l.json.gz").write_bytes(b"damaged")   # regenerated
     assert graphs_digest(load_dataset("lobster_l").train) == graphs_digest(ds.train)
+
+
+def test_rbf_mmd_is_the_largest_scaled_gaussian_mmd_by_brute_force():
+    from ddgjax.metrics.rbf import BASE_BANDWIDTHS, rbf_mmd2_max
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((7, 4)), rng.random((5, 3)) + 0.3       # y zero-padded to 4 columns
+    y4 = np.pad(y, ((0, 0), (0, 1)))
+    d2 = lambda a, b: sum((a[k] - b[k]) ** 2 for k in range(4))
+    scale = np.sqrt(np.mean([[d2(a, b) for b in y4] for a in x]))
+    values = []
+    for s in BASE_BANDWIDTHS:
+        k = lambda a, b: np.exp(-d2(a, b) / (2 * (scale * s) ** 2))
+        mean = lambda p, q: np.mean([[k(a, b) for b in q] for a in p])
+        values.append(mean(x, x) + mean(y4, y4) - 2 * mean(x, y4))
+    assert rbf_mmd2_max(x, y) == pytest.approx(max(values), rel=1e-12)
+    assert rbf_mmd2_max(x, x) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_polygraph_protocol_adds_rbf_mmds_to_spectres():
+    from ddgjax.metrics import evaluate_generated
+
+    ref = generate_split("planar_l", "test", 12)
+    gen = [nx.cycle_graph(20) for _ in range(6)]
+    spectre = evaluate_generated(gen, ref, protocol="spectre")
+    poly = evaluate_generated(gen, ref, protocol="polygraph")
+    for k in ("degree", "clustering", "orbit", "spectral"):
+        assert poly[k] == pytest.approx(spectre[k])
+        assert 0 < poly[f"rbf_{k}"] <= 2
+    same = evaluate_generated(ref, ref, protocol="polygraph")
+    assert all(abs(same[f"rbf_{k}"]) < 1e-9 for k in ("degree", "clustering", "orbit"))

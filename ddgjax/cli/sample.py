@@ -79,7 +79,7 @@ def define_flags(fv) -> None:
                          "config.model.ppgn.pad_multiple).", lower_bound=0, flag_values=fv)
     flags.DEFINE_string("out", "", "Output directory (default: WORKDIR/samples).", flag_values=fv)
     flags.DEFINE_bool("graphml", False, "Also write one GraphML file per graph.", flag_values=fv)
-    flags.DEFINE_enum("protocol", None, ["paper", "spectre", "spectre_emd", "none"],
+    flags.DEFINE_enum("protocol", None, ["paper", "spectre", "spectre_emd", "polygraph", "none"],
                       "MMD protocol against the test split ('none' to skip; default: the "
                       "benchmark's, e.g. spectre for the SPECTRE sets, else paper).",
                       flag_values=fv)

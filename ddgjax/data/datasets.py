@@ -77,9 +77,9 @@ BENCHMARK_EVALUATION = {"planar_60": ("paper", "planar"),
                         "spectre_planar_64": ("spectre", "planar"),
                         "spectre_sbm": ("spectre", "sbm"),
                         "spectre_comm20": ("spectre_emd", None),
-                        "planar_l": ("spectre", "planar"),
-                        "sbm_l": ("spectre", "sbm"),
-                        "lobster_l": ("spectre", "lobster")}
+                        "planar_l": ("polygraph", "planar"),
+                        "sbm_l": ("polygraph", "sbm"),
+                        "lobster_l": ("polygraph", "lobster")}
 
 
 def benchmark_evaluation(source: str) -> tuple[str, str | None]:
