@@ -23,7 +23,8 @@ from ddgjax.data import load_dataset, read_graph_list  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "avg_ratio", "valid", "unique",
-        "novel", "vun")
+        "novel", "vun",
+        "rbf_degree", "rbf_clustering", "rbf_orbit", "rbf_spectral")
 
 
 def main():

@@ -93,3 +93,29 @@ def planted_sbm(sizes, p_intra: float = 0.3, p_inter: float = 0.005, seed: int =
     g = nx.stochastic_block_model(list(sizes), probs.tolist(), seed=seed)
     truth = np.array([g.nodes[v]["block"] for v in g.nodes])
     return nx.convert_node_labels_to_integers(g), truth
+
+
+def tree_digest(path: Path) -> dict:
+    """Relative path -> bytes of every file under ``path`` (what a fault must not change)."""
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+def the_error_line(capsys) -> str:
+    """The single ``error:`` line on stderr (and no traceback)."""
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def keep_signal_handlers():
+    """The commands make SIGTERM raise KeyboardInterrupt; give the test process its own
+    back (autouse in the modules that import it)."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)

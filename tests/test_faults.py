@@ -20,15 +20,9 @@ from ddgjax.cli import sample as sample_cli
 from ddgjax.cli import train as train_cli
 
 from helpers import REPO
-
-
-@pytest.fixture(autouse=True)
-def keep_signal_handlers():
-    """The commands make SIGTERM raise KeyboardInterrupt; give the test process its own back."""
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
+from helpers import keep_signal_handlers  # noqa: F401 - an autouse fixture
+from helpers import the_error_line as error_line
+from helpers import tree_digest as digest
 
 
 @pytest.fixture(scope="module")
@@ -44,20 +38,6 @@ def run_copy(trained, tmp_path) -> Path:
     dest = tmp_path / "run"
     shutil.copytree(trained, dest)
     return dest
-
-
-def digest(path: Path) -> dict:
-    """Relative path -> bytes of every file under ``path``."""
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
-            if p.is_file()}
-
-
-def error_line(capsys) -> str:
-    """The single ``error:`` line on stderr (and no traceback)."""
-    err = capsys.readouterr().err
-    lines = [l for l in err.splitlines() if l.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def train_args(wd, *extra):

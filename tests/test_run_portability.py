@@ -9,7 +9,6 @@ runs as a subprocess.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,16 +22,11 @@ from ddgjax.cli import train as train_cli
 from ddgjax.data import load_dataset, write_graph_list
 
 from helpers import REPO, random_graphs
+from helpers import keep_signal_handlers  # noqa: F401 - an autouse fixture
+from helpers import the_error_line as error_line
+from helpers import tree_digest as digest
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-
-
-@pytest.fixture(autouse=True)
-def keep_signal_handlers():
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for s, handler in saved.items():
-        signal.signal(s, handler)
 
 
 def config_on(source: str, epochs: int = 2):
@@ -61,18 +55,6 @@ def moved_run(tmp_path_factory):
     (root / "elsewhere").mkdir()
     shutil.move(root / "data" / "my.json", root / "elsewhere" / "my.json")
     return root, root / "run", root / "elsewhere" / "my.json"
-
-
-def digest(path: Path) -> dict:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
-            if p.is_file()}
-
-
-def error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [l for l in err.splitlines() if l.startswith("error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_a_run_samples_from_anywhere_after_its_data_moved(moved_run, tmp_path, monkeypatch,
