@@ -60,8 +60,8 @@ from typing import NamedTuple, Sequence
 import networkx as nx
 import numpy as np
 
-from ddgjax.data.formats import file_splits, paper_split, read_graphs
 from ddgjax.data import large_sets
+from ddgjax.data.formats import file_splits, paper_split, read_graphs
 from ddgjax.data.generators import builtin_spec, generate_graphs
 from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphFormatError, clean_graph
