@@ -126,8 +126,19 @@ def load(workdir: str, checkpoint: str | None = None, use_ema: bool | None = Non
     axis to a multiple of m inside the call (the same function; faster where the kernels
     tile that width better, ``config.model.ppgn.pad_multiple``); None keeps the run's own
     setting. Raises ``ddgjax.sampling.SamplingError`` (one line naming the workdir or
-    checkpoint, and which checkpoints exist) when it cannot.
+    checkpoint, and which checkpoints exist) when it cannot. ``"pretrained:FILE"`` (or
+    ``"pretrained:NAME"`` of a shipped model) loads one portable file
+    (``ddgjax.pretrained``).
     """
+    if workdir.startswith("pretrained:"):   # one file (ddgjax.pretrained), no workdir
+        from ddgjax.pretrained import load_pretrained
+
+        if checkpoint is not None or use_ema is not None:
+            raise ValueError(f"{workdir}: a pretrained file holds one set of parameters; "
+                             "checkpoint and use_ema do not apply")
+        return TrainedModel(load_pretrained(workdir, compute_dtype=compute_dtype,
+                                            kernels=kernels, pad_multiple=pad_multiple),
+                            workdir)
     return TrainedModel(load_run(workdir, checkpoint, use_ema=use_ema,
                                  compute_dtype=compute_dtype, kernels=kernels,
                                  pad_multiple=pad_multiple), workdir)

@@ -1,6 +1,7 @@
 """ddgjax-sample (also ``python sample.py``): sample graphs from a trained run.
 
     ddgjax-sample --workdir runs/ego [--num_samples 1024] [--graphml] [--chain_png 4]
+    ddgjax-sample --pretrained p64.npz [--out DIR]      # a file of ddgjax.pretrained
 
 Every sampler setting defaults to the run's config (``config.sample``: the checkpoint,
 steps, algorithm, grid and levers; ``config.model``: how the model computes), so the
@@ -43,6 +44,9 @@ def define_flags(fv) -> None:
     from absl import flags
 
     flags.DEFINE_string("workdir", None, "A workdir written by ddgjax-train.", flag_values=fv)
+    flags.DEFINE_string("pretrained", None, "Instead of --workdir: a pretrained file "
+                        "(python -m ddgjax.pretrained export) or a shipped model's name.",
+                        flag_values=fv)
     flags.DEFINE_integer("num_samples", 0, "Graphs to sample (0: config.sample.num_samples).",
                          lower_bound=0, flag_values=fv)
     flags.DEFINE_enum("checkpoint", None, ["best", "latest", "best_val"],
@@ -111,7 +115,8 @@ def define_flags(fv) -> None:
                          "block (0: off).", lower_bound=0, flag_values=fv)
     flags.DEFINE_integer("resample_rounds", 0, "With --complete: extra walks of each block "
                          "(0: off).", lower_bound=0, flag_values=fv)
-    flags.mark_flags_as_required(["workdir"], flag_values=fv)
+    flags.mark_flags_as_mutual_exclusive(["workdir", "pretrained"], required=True,
+                                         flag_values=fv)
 
 
 def model_options(fv) -> dict:
@@ -157,15 +162,43 @@ def main(argv: list | None = None) -> int:
     return 0
 
 
+def load_model(fv):
+    """``(run, record)``: the run of ``--workdir`` or ``--pretrained`` (exactly one), and
+    what the output records of where it came from."""
+    from ddgjax.sampling import load_run
+
+    if (fv.workdir is None) == (fv.pretrained is None):
+        raise ValueError("give exactly one of --workdir (a trained run) or --pretrained "
+                         "(a pretrained file or name)")
+    if fv.workdir is not None:
+        return load_run(fv.workdir, **model_options(fv)), {"workdir": fv.workdir}
+    from ddgjax.pretrained import load_pretrained
+
+    options = model_options(fv)
+    if options.pop("checkpoint") is not None or options.pop("use_ema") is not None:
+        raise ValueError("--checkpoint and --ema do not apply to --pretrained (a pretrained "
+                         "file holds one set of parameters)")
+    return load_pretrained(fv.pretrained, **options), {"pretrained": fv.pretrained}
+
+
+def default_out(fv, kind: str) -> str:
+    """``--out``, else ``WORKDIR/<kind>``, or for ``--pretrained`` ``./<name>-<kind>``."""
+    if fv.out:
+        return fv.out
+    if fv.workdir is not None:
+        return os.path.join(fv.workdir, kind)
+    name = os.path.basename(fv.pretrained.removeprefix("pretrained:")).removesuffix(".npz")
+    return f"{name}-{kind}"
+
+
 def run_sampling(fv) -> None:
     from ddgjax.sample_writer import check_output_dir, write_sample_dir
-    from ddgjax.sampling import configured_num_steps, load_run
+    from ddgjax.sampling import configured_num_steps
 
-    workdir = fv.workdir
-    out_dir = fv.out or os.path.join(workdir, "samples")
-    if os.path.isdir(workdir):  # else load_run says the workdir is missing
+    out_dir = default_out(fv, "samples")
+    if fv.workdir is None or os.path.isdir(fv.workdir):  # else: the workdir is missing
         check_output_dir(out_dir, "samples", fv.overwrite)  # before the model loads
-    run = load_run(workdir, **model_options(fv))
+    run, record = load_model(fv)
     cfg = run.config
     num = fv.num_samples or cfg.sample.num_samples
     seed = cfg.sample.seed if fv.seed is None else fv.seed
@@ -184,7 +217,7 @@ def run_sampling(fv) -> None:
         batch_size=fv.batch_size or cfg.sample.batch_size,
         num_steps=configured_num_steps(cfg, fv.num_steps),
         sampler_options=sampler_options(fv), graphml=fv.graphml, chain_png=fv.chain_png,
-        protocol=fv.protocol, validity=fv.validity, record={"workdir": workdir},
+        protocol=fv.protocol, validity=fv.validity, record=record,
         reference=fv.reference, overwrite=fv.overwrite, progress=progress)
     res = out["result"]
     how = f"algorithm {res['algorithm']}" if res["algorithm"] else f"{res['process']} process"
@@ -230,15 +263,14 @@ def completion_requests(fv) -> tuple[list, callable]:
 
 def run_completion(fv) -> None:
     from ddgjax.sample_writer import check_output_dir, write_completion_dir
-    from ddgjax.sampling import configured_num_steps, load_run
+    from ddgjax.sampling import configured_num_steps
 
-    workdir = fv.workdir
-    out_dir = fv.out or os.path.join(workdir, "completions")
+    out_dir = default_out(fv, "completions")
     options = sampler_options(fv)
-    if os.path.isdir(workdir):
+    if fv.workdir is None or os.path.isdir(fv.workdir):
         check_output_dir(out_dir, "completions", fv.overwrite)
     requests, where = completion_requests(fv)
-    run = load_run(workdir, **model_options(fv))
+    run, record = load_model(fv)
     cfg = run.config
     num = fv.num_samples or 16
     seed = cfg.sample.seed if fv.seed is None else fv.seed
@@ -250,7 +282,7 @@ def run_completion(fv) -> None:
         batch_size=fv.batch_size or cfg.sample.batch_size,
         num_steps=configured_num_steps(cfg, fv.num_steps), sampler_options=options,
         resample_jump=fv.resample_jump, resample_rounds=fv.resample_rounds,
-        record={"workdir": workdir, "inputs": fv.complete,
+        record={**record, "inputs": fv.complete,
                 "known": fv.known, "hide": fv.hide, "hide_seed": fv.hide_seed,
                 "add_nodes": fv.add_nodes},
         where=where, overwrite=fv.overwrite)

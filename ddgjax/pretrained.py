@@ -1,0 +1,173 @@
+"""A trained model as one portable file: the parameters sampling uses, in half precision,
+with the run's config and data record, read without pickle.
+
+    python -m ddgjax.pretrained export --workdir runs/p64 --out p64.npz   # write one
+    ddgjax.load("pretrained:p64.npz").sample(40, seed=0)                   # use it
+    ddgjax-sample --pretrained p64.npz --out samples/
+
+The file is a NumPy ``.npz`` archive: ``param/<path>`` arrays (float16; each leaf of the
+parameter tree, ``/``-joined keys) and ``meta``, the UTF-8 bytes of a JSON object
+(``format``, the run's ``config`` and ``dataset`` record, the checkpoint it came from, its
+epoch, and a free ``note`` such as the card and the numbers it gave). It is read with
+``allow_pickle=False``; any fault (a damaged file, another format, a parameter missing or
+of another shape) is a :class:`PretrainedError` naming the file and the field.
+Models shipped with the package live in ``ddgjax/pretrained_models/NAME.npz`` and are
+loaded by name (:func:`names`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+import jax
+import ml_collections
+import numpy as np
+
+from ddgjax.configuration import complete_run_config
+from ddgjax.data import NodeCountDistribution
+from ddgjax.models import abstract_params, model_from_config
+from ddgjax.processes import process_from_config
+from ddgjax.sampling import Run, load_run, sampling_config
+
+FORMAT = "ddgjax-pretrained-1"
+PREFIX = "pretrained:"
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained_models")
+
+
+class PretrainedError(ValueError):
+    """A pretrained file cannot be used; the message names it (one line)."""
+
+
+def names() -> list[str]:
+    """The models shipped with the package (``ddgjax/pretrained_models/*.npz``)."""
+    if not os.path.isdir(MODELS_DIR):
+        return []
+    return sorted(f[:-4] for f in os.listdir(MODELS_DIR) if f.endswith(".npz"))
+
+
+def resolve(spec: str) -> str:
+    """The file of ``spec``: a shipped model's name or a path to an ``.npz`` file."""
+    spec = spec[len(PREFIX):] if spec.startswith(PREFIX) else spec
+    if spec in names():
+        return os.path.join(MODELS_DIR, f"{spec}.npz")
+    if os.path.isfile(spec):
+        return spec
+    raise PretrainedError(f"{spec}: neither a shipped pretrained model "
+                          f"({', '.join(names()) or 'none shipped'}) nor an .npz file")
+
+
+def _leaf_key(path) -> str:
+    return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+
+
+def export(workdir: str, out: str, checkpoint: str | None = None, use_ema: bool | None = None,
+           note: dict | None = None) -> dict:
+    """Write the parameters ``ddgjax-sample`` would use for the run in ``workdir`` (its
+    config's checkpoint and EMA choice unless given) to ``out`` as float16, with its
+    config and data record; returns the meta written."""
+    run = load_run(workdir, checkpoint, use_ema=use_ema)
+    leaves = jax.tree_util.tree_flatten_with_path(run.params)[0]
+    arrays = {f"param/{_leaf_key(p)}": np.asarray(v, np.float32).astype(np.float16)
+              for p, v in leaves}
+    worst = max(float(np.max(np.abs(a.astype(np.float32) - np.asarray(v, np.float32))))
+                for a, (_, v) in zip(arrays.values(), leaves))
+    meta = {"format": FORMAT, "config": json.loads(run.config.to_json_best_effort()),
+            "dataset": run.dataset, "checkpoint": run.checkpoint,
+            "checkpoint_epoch": run.meta.get("epoch"),
+            "use_ema": bool(run.config.sample.get("use_ema", False)
+                            if use_ema is None else use_ema),
+            "max_abs_rounding": worst, "note": note or {}}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    tmp = f"{out}.tmp{os.getpid()}.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, out)
+    return meta
+
+
+def read(path: str) -> tuple[dict, dict]:
+    """``(meta, {param key: float16 array})`` of a pretrained file; PretrainedError (one
+    line naming the file) if it cannot be read or is not of this :data:`FORMAT`."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise PretrainedError(f"{path}: not a readable pretrained file "
+                              f"({type(e).__name__}: {e})") from e
+    if "meta" not in arrays:
+        raise PretrainedError(f"{path}: no 'meta' entry (not a ddgjax pretrained file)")
+    try:
+        meta = json.loads(arrays.pop("meta").tobytes().decode())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise PretrainedError(f"{path}: field 'meta': not JSON ({e})") from e
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise PretrainedError(f"{path}: field 'meta.format': expected {FORMAT!r}, got {got!r} "
+                              "(written by another version of ddgjax?)")
+    for field in ("config", "dataset"):
+        if not isinstance(meta.get(field), dict):
+            raise PretrainedError(f"{path}: field 'meta.{field}': expected an object")
+    return meta, {k[len("param/"):]: v for k, v in arrays.items() if k.startswith("param/")}
+
+
+def load_pretrained(spec: str, *, compute_dtype: str | None = None, kernels: str | None = None,
+                    pad_multiple: int | None = None) -> Run:
+    """A :class:`ddgjax.sampling.Run` from a pretrained file or shipped name (parameters
+    in float32); the keywords change how the model computes, as for ``load_run``."""
+    path = resolve(spec)
+    meta, stored = read(path)
+    try:
+        config = complete_run_config(meta["config"], f"{path}: meta.config")
+        config = sampling_config(config, compute_dtype, kernels, pad_multiple)
+        record = meta["dataset"]
+        max_nodes = int(record["max_nodes"])
+        node_counts = NodeCountDistribution.from_dict(record["node_counts"])
+        model = model_from_config(config)
+        abstract = abstract_params(model, max_nodes)
+    except (KeyError, TypeError, ValueError) as e:
+        raise PretrainedError(f"{path}: field 'meta': {e}") from e
+    paths, treedef = jax.tree_util.tree_flatten_with_path(abstract)
+    leaves = []
+    for p, want in paths:
+        key = _leaf_key(p)
+        if key not in stored:
+            raise PretrainedError(f"{path}: parameter {key!r} is missing")
+        if tuple(stored[key].shape) != tuple(want.shape):
+            raise PretrainedError(f"{path}: parameter {key!r} has shape "
+                                  f"{tuple(stored[key].shape)}, the model's is {tuple(want.shape)}")
+        leaves.append(np.asarray(stored[key], np.float32))
+    params = jax.tree_util.tree_unflatten(treedef, leaves)
+    return Run(ml_collections.ConfigDict(config.to_dict()), model, process_from_config(config),
+               params, max_nodes, node_counts, {"epoch": meta.get("checkpoint_epoch")},
+               record, f"pretrained ({meta.get('checkpoint')})", None)
+
+
+def main(argv=None) -> int:
+    """``python -m ddgjax.pretrained export --workdir W --out FILE [--checkpoint K]``."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m ddgjax.pretrained")
+    sub = p.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="write a run's sampling parameters to one file")
+    ex.add_argument("--workdir", required=True)
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--checkpoint", choices=("best", "latest", "best_val"), default=None)
+    ex.add_argument("--note", default="{}", help="a JSON object stored with the weights")
+    args = p.parse_args(argv)
+    from ddgjax.cli import report_error, user_errors
+
+    try:
+        meta = export(args.workdir, args.out, args.checkpoint, note=json.loads(args.note))
+    except json.JSONDecodeError as e:
+        return report_error(f"--note: expected a JSON object ({e})")
+    except user_errors() as e:
+        return report_error(e)
+    print(f"wrote {args.out} ({meta['checkpoint']} checkpoint, epoch "
+          f"{meta['checkpoint_epoch']}; float16 rounding at most {meta['max_abs_rounding']:.2g})",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
