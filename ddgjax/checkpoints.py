@@ -56,8 +56,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from ddgjax.interrupts import deferred
-from ddgjax.quiet_reads import echoes_dropped, settle_failed_read
 from ddgjax.parallel import to_host
+from ddgjax.quiet_reads import echoes_dropped, settle_failed_read
 
 KINDS = ("latest", "best", "best_val")
 

@@ -69,17 +69,12 @@ def parse_graph_spec(spec: str) -> tuple[str, str | None]:
 
 def load_graphs(spec: str, what: str):
     """Graphs of ``PATH[:SPLIT]``, plus the file (for its other splits)."""
-    from ddgjax.data import read_graph_list, select_split
-    from ddgjax.data import large_sets
-    from ddgjax.data.datasets import BUNDLED_NAMES, bundled_path
-    from ddgjax.data.large_sets import LARGE_NAMES
+    from ddgjax.data import select_split
+    from ddgjax.data.datasets import read_named_graph_list
     from ddgjax.graphs import GraphFormatError
 
     path, split = parse_graph_spec(spec)
-    if path in LARGE_NAMES:                     # generated on first use, then cached
-        f = large_sets.read_cached(path)
-    else:
-        f = read_graph_list(bundled_path(path) if path in BUNDLED_NAMES else path)
+    f = read_named_graph_list(path)
     graphs = select_split(f, split)
     if not graphs:
         where = f"split {split!r} of {path}" if split else path
@@ -211,9 +206,9 @@ def main(argv=None) -> int:
             if args.train:
                 train, _, _ = load_graphs(args.train, "--train")
                 train_source = args.train
-            elif ref_split not in (None, "train") and select_split(ref_file, "train"):
-                train = select_split(ref_file, "train")
-                train_source = f"{parse_graph_spec(args.reference)[0]}:train"
+            elif ref_split not in (None, "train"):
+                train = select_split(ref_file, "train") or None
+                train_source = train and f"{parse_graph_spec(args.reference)[0]}:train"
             if args.nll:
                 print(json.dumps(_finite(run_nll(args, reference, train, train_source))))
                 return 0

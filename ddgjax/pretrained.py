@@ -21,7 +21,6 @@ import os
 import zipfile
 
 import jax
-import ml_collections
 import numpy as np
 
 from ddgjax.configuration import complete_run_config
@@ -137,7 +136,7 @@ def load_pretrained(spec: str, *, compute_dtype: str | None = None, kernels: str
                                   f"{tuple(stored[key].shape)}, the model's is {tuple(want.shape)}")
         leaves.append(np.asarray(stored[key], np.float32))
     params = jax.tree_util.tree_unflatten(treedef, leaves)
-    return Run(ml_collections.ConfigDict(config.to_dict()), model, process_from_config(config),
+    return Run(config, model, process_from_config(config),
                params, max_nodes, node_counts, {"epoch": meta.get("checkpoint_epoch")},
                record, f"pretrained ({meta.get('checkpoint')})", None)
 

@@ -163,13 +163,10 @@ def main(argv: list | None = None) -> int:
 
 
 def load_model(fv):
-    """``(run, record)``: the run of ``--workdir`` or ``--pretrained`` (exactly one), and
-    what the output records of where it came from."""
+    """``(run, record)``: the run of ``--workdir`` or ``--pretrained`` (the flags allow
+    exactly one), and what the output records of where it came from."""
     from ddgjax.sampling import load_run
 
-    if (fv.workdir is None) == (fv.pretrained is None):
-        raise ValueError("give exactly one of --workdir (a trained run) or --pretrained "
-                         "(a pretrained file or name)")
     if fv.workdir is not None:
         return load_run(fv.workdir, **model_options(fv)), {"workdir": fv.workdir}
     from ddgjax.pretrained import load_pretrained

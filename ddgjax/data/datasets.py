@@ -61,7 +61,7 @@ import networkx as nx
 import numpy as np
 
 from ddgjax.data import large_sets
-from ddgjax.data.formats import file_splits, paper_split, read_graphs
+from ddgjax.data.formats import file_splits, paper_split, read_graph_list, read_graphs
 from ddgjax.data.generators import builtin_spec, generate_graphs
 from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphFormatError, clean_graph
@@ -109,6 +109,14 @@ def source_path(source: str) -> str:
             f"{source}: file or directory not found, and not a bundled dataset "
             f"({', '.join(BUNDLED_NAMES + LARGE_NAMES)}) or builtin:NAME")
     return path
+
+
+def read_named_graph_list(source: str):
+    """The JSON graph list a name or path stands for (``formats.GraphListFile``): a bundled
+    dataset's file, a large set's cache (generated on first use), else the file itself."""
+    if source in LARGE_NAMES:
+        return large_sets.read_cached(source)
+    return read_graph_list(bundled_path(source) if source in BUNDLED_NAMES else source)
 
 
 class Dataset(NamedTuple):
@@ -233,7 +241,7 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
         raise ValueError(f"{source}: num_graphs applies only to builtin:NAME sources; "
                          "a file always loads whole")
     if source in LARGE_NAMES:
-        f = large_sets.read_cached(source)
+        f = read_named_graph_list(source)
         return _make_dataset(f.name, f.graphs, f.split, source, f.path)
     path = source_path(source)
     f = read_graphs(path, allow_pickle=allow_pickle)
