@@ -24,7 +24,8 @@ from ddgjax.metrics import evaluate_generated  # noqa: E402
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "avg_ratio", "valid", "unique",
         "novel", "vun",
-        "rbf_degree", "rbf_clustering", "rbf_orbit", "rbf_spectral")
+        "rbf_degree", "rbf_clustering", "rbf_orbit", "rbf_spectral", "pgd", "pgd_degree",
+        "pgd_clustering", "pgd_orbit", "pgd_spectral")
 
 
 def main():
@@ -48,8 +49,9 @@ def main():
         ev = evaluate_generated(graphs, ds.test, protocol=args.protocol, train=ds.train,
                                 validity=None if args.validity == "none" else args.validity)
         rows[path] = {"num_graphs": len(graphs), **{k: ev[k] for k in KEYS if k in ev}}
-        if "sbm_fit" in ev:  # which SBM fit decided validity (graph-tool or ours)
-            rows[path]["sbm_fit"] = ev["sbm_fit"]
+        for key in ("sbm_fit", "pgd_descriptor"):  # which SBM fit decided validity; which
+            if key in ev:                          # descriptor gave PGD
+                rows[path][key] = ev[key]
         print(os.path.basename(path), json.dumps({k: round(v, 5) if isinstance(v, float) else v
                                                   for k, v in rows[path].items()}), flush=True)
     keys = [k for k in KEYS if all(k in r and r[k] is not None for r in rows.values())]

@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 PLAIN_CONFIGS = ("default", "quickstart", "test")
 # One config per benchmark dataset: our best recipe, its sampler and checkpoint included.
 DATASET_CONFIGS = ("community_small", "ego_small", "sbm_27", "planar_60", "spectre_planar_64",
-                   "spectre_sbm", "spectre_comm20", "planar_l")
+                   "spectre_sbm", "spectre_comm20", "planar_l", "sbm_l", "lobster_l")
 PAPER_PREFIX = "paper:"
 
 

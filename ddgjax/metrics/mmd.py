@@ -36,7 +36,9 @@ generated   self-loops and isolated nodes removed   as given
 =========== ======================================= ==================================
 
 ``polygraph``: ``spectre``'s statistics and TV kernels, plus ``rbf_<stat>``, PolyGraph's
-RBF MMD^2 of each (:mod:`ddgjax.metrics.rbf`; histograms normalised as above).
+RBF MMD^2 of each (:mod:`ddgjax.metrics.rbf`; histograms normalised as above), and
+``pgd``/``pgd_<stat>``/``pgd_descriptor``, a PolyGraph Discrepancy with a logistic-regression
+classifier (:mod:`ddgjax.metrics.pgd`; not comparable to the benchmark's TabPFN values).
 
 ``spectre_emd`` (SPECTRE's Community-20 as DiGress and GRAN report it, their
 ``compute_emd=True``): the SPECTRE statistics and unstripped graphs with the ``paper``
@@ -323,13 +325,18 @@ def mmds_from_statistics(reference: GraphStatistics, generated: GraphStatistics,
     out = dict(zip(names, values))
     out["avg"] = float(np.mean([out["degree"], out["clustering"], out["orbit"]]))
     if proto.rbf:
+        from ddgjax.metrics.pgd import polygraph_discrepancy
         from ddgjax.metrics.rbf import rbf_mmd2_max
 
+        descriptors = {}
         for k in names:
             ref, gen = _features(reference, k), _features(generated, k)
             if proto.kernels[k].histogram:
                 ref, gen = normalise_histograms(ref), normalise_histograms(gen)
             out[f"rbf_{k}"] = rbf_mmd2_max(ref, gen)
+            descriptors[k] = (ref, gen)
+        out.update(polygraph_discrepancy({k: v[0] for k, v in descriptors.items()},
+                                         {k: v[1] for k, v in descriptors.items()}))
     return out
 
 
