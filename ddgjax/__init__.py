@@ -120,8 +120,8 @@ def __getattr__(name: str):
     # evaluate(graphs, reference, protocol="paper", ...) -> dict (see there): a
     # function of that name here would be replaced by the module once
     # ``python -m ddgjax.evaluate`` or ``ddgjax-evaluate`` imports it.
-    if name == "evaluate":
+    if name in ("evaluate", "pretrained"):   # ddgjax.pretrained.names(): the shipped models
         import importlib
 
-        return importlib.import_module("ddgjax.evaluate")
+        return importlib.import_module(f"ddgjax.{name}")
     raise AttributeError(f"module 'ddgjax' has no attribute {name!r}")

@@ -38,11 +38,15 @@ class PretrainedError(ValueError):
     """A pretrained file cannot be used; the message names it (one line)."""
 
 
-def names() -> list[str]:
-    """The models shipped with the package (``ddgjax/pretrained_models/*.npz``)."""
+def names() -> dict[str, str]:
+    """The models shipped with the package (``ddgjax/pretrained_models/*.npz``), name ->
+    the headline its note records (what it is, the numbers it gave, the card), in name
+    order."""
     if not os.path.isdir(MODELS_DIR):
-        return []
-    return sorted(f[:-4] for f in os.listdir(MODELS_DIR) if f.endswith(".npz"))
+        return {}
+    found = sorted(f[:-4] for f in os.listdir(MODELS_DIR) if f.endswith(".npz"))
+    return {name: str(read_meta(os.path.join(MODELS_DIR, f"{name}.npz"))
+                      .get("note", {}).get("headline", "")) for name in found}
 
 
 def resolve(spec: str) -> str:
@@ -84,19 +88,47 @@ def export(workdir: str, out: str, checkpoint: str | None = None, use_ema: bool 
     return meta
 
 
-def read(path: str) -> tuple[dict, dict]:
-    """``(meta, {param key: float16 array})`` of a pretrained file; PretrainedError (one
-    line naming the file) if it cannot be read or is not of this :data:`FORMAT`."""
+def _read_arrays(path: str, only_meta: bool = False) -> dict:
     try:
         with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
+            keys = [k for k in f.files if k == "meta"] if only_meta else f.files
+            return {k: f[k] for k in keys}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise PretrainedError(f"{path}: not a readable pretrained file "
                               f"({type(e).__name__}: {e})") from e
+
+
+def read_meta(path: str) -> dict:
+    """The ``meta`` object of a pretrained file (checked as :func:`read` does)."""
+    return _checked_meta(path, _read_arrays(path, only_meta=True))
+
+
+def read(path: str) -> tuple[dict, dict]:
+    """``(meta, {param key: float16 array})`` of a pretrained file; PretrainedError (one
+    line naming the file) if it cannot be read or is not of this :data:`FORMAT`."""
+    arrays = _read_arrays(path)
+    meta = _checked_meta(path, arrays)
+    return meta, {k[len("param/"):]: v for k, v in arrays.items() if k.startswith("param/")}
+
+
+def write_note(path: str, note: dict) -> dict:
+    """Merge ``note`` into the file's ``meta.note`` (rewritten in place, parameters
+    untouched); returns the new meta."""
+    arrays = _read_arrays(path)
+    meta = _checked_meta(path, arrays)
+    meta["note"] = {**meta.get("note", {}), **note}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    tmp = f"{path}.tmp.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)
+    return meta
+
+
+def _checked_meta(path: str, arrays: dict) -> dict:
     if "meta" not in arrays:
         raise PretrainedError(f"{path}: no 'meta' entry (not a ddgjax pretrained file)")
     try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
+        meta = json.loads(arrays["meta"].tobytes().decode())
     except (UnicodeDecodeError, ValueError) as e:
         raise PretrainedError(f"{path}: field 'meta': not JSON ({e})") from e
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -106,7 +138,7 @@ def read(path: str) -> tuple[dict, dict]:
     for field in ("config", "dataset"):
         if not isinstance(meta.get(field), dict):
             raise PretrainedError(f"{path}: field 'meta.{field}': expected an object")
-    return meta, {k[len("param/"):]: v for k, v in arrays.items() if k.startswith("param/")}
+    return meta
 
 
 def load_pretrained(spec: str, *, compute_dtype: str | None = None, kernels: str | None = None,
@@ -142,7 +174,8 @@ def load_pretrained(spec: str, *, compute_dtype: str | None = None, kernels: str
 
 
 def main(argv=None) -> int:
-    """``python -m ddgjax.pretrained export --workdir W --out FILE [--checkpoint K]``."""
+    """``python -m ddgjax.pretrained export --workdir W --out FILE [--checkpoint K]``,
+    ``... note --file FILE --note JSON``, ``... list``."""
     import argparse
     import sys
 
@@ -153,11 +186,26 @@ def main(argv=None) -> int:
     ex.add_argument("--out", required=True)
     ex.add_argument("--checkpoint", choices=("best", "latest", "best_val"), default=None)
     ex.add_argument("--note", default="{}", help="a JSON object stored with the weights")
+    nt = sub.add_parser("note", help="merge a JSON object into a file's note")
+    nt.add_argument("--file", required=True)
+    nt.add_argument("--note", required=True, help="a JSON object")
+    sub.add_parser("list", help="the shipped models and their headlines")
     args = p.parse_args(argv)
     from ddgjax.cli import report_error, user_errors
 
+    if args.command == "list":
+        for name, headline in names().items():
+            print(f"{name}: {headline}")
+        return 0
     try:
-        meta = export(args.workdir, args.out, args.checkpoint, note=json.loads(args.note))
+        note = json.loads(args.note)
+        if not isinstance(note, dict):
+            raise json.JSONDecodeError("not an object", args.note, 0)
+        if args.command == "note":
+            write_note(args.file, note)
+            print(f"updated the note of {args.file}", file=sys.stderr)
+            return 0
+        meta = export(args.workdir, args.out, args.checkpoint, note=note)
     except json.JSONDecodeError as e:
         return report_error(f"--note: expected a JSON object ({e})")
     except user_errors() as e:

@@ -26,6 +26,27 @@ MUTANTS = {
         "return q_sample(k2, x0, node_mask, bp, rho)",
         "return q_sample(k2, x0, node_mask, bt, rho)",
         ["tests/test_bitflip.py"]),
+    "alg2_x0_from_negated_logits": (
+        "ddgjax/processes/bitflip/sampler.py",
+        "x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(logits), node_mask)",
+        "x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(-logits), node_mask)",
+        ["tests/test_shipped_quality.py"]),
+    "draws_not_mirrored": (
+        "ddgjax/processes/bitflip/transitions.py",
+        ("& pair_mask(node_mask)).astype(jnp.float32)\n"
+         "    return upper + jnp.swapaxes(upper, -1, -2)"),
+        "& pair_mask(node_mask)).astype(jnp.float32)\n    return upper",
+        ["tests/test_bitflip.py"]),
+    "levels_in_ascending_order": (
+        "ddgjax/processes/bitflip/sampler.py",
+        "jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))",
+        "jnp.asarray(bb[:-1][::-1], jnp.float32), jnp.asarray(bb[1:][::-1], jnp.float32))",
+        ["tests/test_shipped_quality.py"]),
+    "denoiser_told_no_noise": (
+        "ddgjax/processes/bitflip/sampler.py",
+        "jnp.full((b,), b_now, jnp.float32))",
+        "jnp.zeros((b,), jnp.float32))",
+        ["tests/test_shipped_quality.py"]),
     "simple_weight_one_over_32": (
         "ddgjax/processes/bitflip/losses.py",
         "return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps",

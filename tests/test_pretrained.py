@@ -78,3 +78,28 @@ def test_unusable_files_are_one_line(exported, tmp_path, capsys):
     assert "--checkpoint" in error_line(capsys)
     assert sample_cli.main(["s", f"--pretrained={root / 'm.npz'}", f"--workdir={root}"]) == 2
     assert not (tmp_path / "never").exists()
+
+
+def test_a_note_is_merged_in_place_and_the_parameters_stay(exported, tmp_path):
+    root, _ = exported
+    path = tmp_path / "m.npz"
+    path.write_bytes((root / "m.npz").read_bytes())
+    before = pretrained.read(str(path))[1]
+    meta = pretrained.write_note(str(path), {"headline": "test model"})
+    assert meta["note"] == {"card": "cpu", "headline": "test model"}
+    after_meta, after = pretrained.read(str(path))
+    assert after_meta["note"] == meta["note"] and after.keys() == before.keys()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    assert pretrained.main(["note", f"--file={path}", "--note=[1]"]) == 1
+
+
+def test_the_shipped_models_are_listed_with_their_numbers_and_load():
+    shipped = pretrained.names()
+    assert {"spectre_planar_64", "sbm_l", "lobster_l"} <= set(shipped)
+    for name, headline in shipped.items():
+        assert "V.U.N." in headline, name
+        run = pretrained.load_pretrained(name)
+        meta = pretrained.read_meta(pretrained.resolve(f"pretrained:{name}"))
+        assert run.config.data.source == meta["config"]["data"]["source"]
+        for field in ("commit", "card", "training_seconds", "command"):
+            assert meta["note"].get(field), (name, field)

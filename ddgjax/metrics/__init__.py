@@ -95,5 +95,5 @@ def evaluate_generated(generated: Sequence[nx.Graph], reference: Sequence[nx.Gra
         ratios["avg"] = None if any(r is None for r in core) else sum(core) / 3
         out.update({f"{k}_ratio": v for k, v in ratios.items()})
     if validity is not None:
-        out.update(vun_metrics(generated, train, validity))
+        out.update(vun_metrics(generated, train, validity, sbm_sweeps=proto.sbm_sweeps))
     return out

@@ -87,6 +87,7 @@ class Protocol:
     kernels: dict
     strip_generated: bool
     rbf: bool = False   # also PolyGraph's RBF MMD^2 of each statistic (``rbf_<stat>``)
+    sbm_sweeps: int = 1000  # merge-split sweeps of the SBM validity fit (PolyGraph: 100)
 
     @property
     def statistics(self) -> tuple:
@@ -114,7 +115,7 @@ PROTOCOLS = {
     # PolyGraph's (2026): SPECTRE's TV kernels and statistics, plus the RBF MMD^2 of each
     # statistic with a data-scaled bandwidth, the largest over ten (ddgjax.metrics.rbf)
     "polygraph": Protocol(name="polygraph", kernels=_SPECTRE_KERNELS, strip_generated=False,
-                          rbf=True),
+                          rbf=True, sbm_sweeps=100),
     # SPECTRE's Community-20 as DiGress and GRAN report it (their ``compute_emd=True``):
     # the paper protocol's kernels on the SPECTRE statistics, generated graphs as given.
     "spectre_emd": Protocol(name="spectre_emd",

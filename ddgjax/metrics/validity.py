@@ -182,17 +182,19 @@ def novel_mask(graphs: Sequence[nx.Graph], train: Sequence[nx.Graph]) -> np.ndar
                      for g in graphs], dtype=bool)
 
 
-def validity_with_fit(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None):
+def validity_with_fit(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = None,
+                      sbm_sweeps: int = 1000):
     """``(bool[len], fit_label)``: validity under ``kind`` in :data:`VALIDITY_KINDS`.
 
     ``fit_label`` names the SBM fit (e.g. ``"graph-tool 2.45"``, ``"ddgjax"``) for
     ``kind="sbm"`` and is None for planar; ``sbm_fit`` picks it
-    (:func:`ddgjax.metrics.sbm_fit.resolve_sbm_fit`).
+    (:func:`ddgjax.metrics.sbm_fit.resolve_sbm_fit`); ``sbm_sweeps`` is the number of
+    merge-split sweeps after the fit (SPECTRE 1000, PolyGraph 100).
     """
     if kind not in VALIDITY_FUNCTIONS:
         raise ValueError(f"unknown validity {kind!r}; choose one of {list(VALIDITY_FUNCTIONS)}")
     if kind == "sbm":
-        return sbm_validity(graphs, fit=sbm_fit)
+        return sbm_validity(graphs, fit=sbm_fit, refinement_steps=sbm_sweeps)
     fn = VALIDITY_FUNCTIONS[kind]
     return np.array([bool(fn(g)) for g in graphs], dtype=bool), None
 
@@ -203,18 +205,19 @@ def validity_mask(graphs: Sequence[nx.Graph], kind: str, sbm_fit: str | None = N
 
 
 def vun_metrics(generated: Sequence[nx.Graph], train: Sequence[nx.Graph],
-                validity: str, sbm_fit: str | None = None) -> dict:
+                validity: str, sbm_fit: str | None = None, sbm_sweeps: int = 1000) -> dict:
     """``{"valid", "unique", "novel", "vun"}`` as fractions of all generated graphs.
 
     ``unique`` = first occurrences of isomorphism classes / all; ``novel`` = not
     isomorphic to a training graph / all; ``vun`` = valid and first occurrence and
     novel / all. For ``validity="sbm"`` the dict also has ``"sbm_fit"``, the fit that
-    decided validity (``"graph-tool 2.45"``, ``"ddgjax"``; ``sbm_fit`` picks it).
+    decided validity (``"graph-tool 2.45"``, ``"ddgjax"``; ``sbm_fit`` picks it, with
+    ``sbm_sweeps`` merge-split sweeps).
     """
     generated = list(generated)
     if not generated:
         raise ValueError("the generated graph list is empty")
-    valid, fit_label = validity_with_fit(generated, validity, sbm_fit)
+    valid, fit_label = validity_with_fit(generated, validity, sbm_fit, sbm_sweeps)
     unique = first_occurrence_mask(generated)
     novel = novel_mask(generated, train)
     out = {"valid": float(valid.mean()), "unique": float(unique.mean()),
