@@ -54,6 +54,9 @@ def main() -> None:
                          "of once per power-of-two group size; the same graphs in float32, "
                          "in bfloat16 the batch shapes move a few draws (as a batch size does)")
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
+    ap.add_argument("--batch_size", type=int, default=0,
+                    help="graphs per sampler call (0: all of a seed at once; 4,096 SBM-L "
+                         "graphs need 88 GB in one call, 1024 fit an 80 GB card)")
     ap.add_argument("--num_steps", type=int, default=0,
                     help="0: the run's config.sample.num_steps")
     ap.add_argument("--option", action="append", default=[], help="sampler option NAME=VALUE")
@@ -86,11 +89,12 @@ def main() -> None:
     per_seed = []
     device = jax.devices()[0].device_kind
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    batch = args.batch_size or num
     if args.one_request:   # all seeds' graphs share the batches (sampling.generate_seeds)
-        results = generate_seeds(run, num, seeds, batch_size=num, num_steps=num_steps,
+        results = generate_seeds(run, num, seeds, batch_size=batch, num_steps=num_steps,
                                  **options)
     else:
-        results = (generate(run, num, seed=seed, batch_size=num, num_steps=num_steps,
+        results = (generate(run, num, seed=seed, batch_size=batch, num_steps=num_steps,
                             **options) for seed in seeds)
     for seed, res in zip(seeds, results):
         ev = ({} if args.protocol == "none" else
@@ -114,7 +118,7 @@ def main() -> None:
             summary[k] = {"mean": float(np.mean(vals)), "std": float(np.std(vals))}
     out = {"workdir": args.workdir, "checkpoint": checkpoint, "ema": ema,
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
-           "validity": args.validity, "num_samples": num, "num_steps": num_steps,
+           "validity": args.validity, "num_samples": num, "batch_size": batch, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
            "sampler_options": options, "one_request": args.one_request,
            "summary": summary,

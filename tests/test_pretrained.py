@@ -39,8 +39,22 @@ def test_the_file_holds_the_runs_parameters_in_float16(exported):
 
 def test_sampling_from_python_and_the_command_line(exported, tmp_path, monkeypatch):
     root, _ = exported
-    graphs = ddgjax.load(f"pretrained:{root / 'm.npz'}").sample(6, seed=1)
+    model = ddgjax.load(f"pretrained:{root / 'm.npz'}")
+    graphs = model.sample(6, seed=1)
     assert len(graphs) == 6 and all(g.number_of_nodes() > 0 for g in graphs)
+    # completion keeps the known pairs; the bound is finite: both work on a pretrained file
+    import networkx as nx
+
+    adjacency = nx.to_numpy_array(graphs[0])
+    known = np.ones_like(adjacency, bool)
+    known[0, 1] = known[1, 0] = False
+    done = model.complete(adjacency, known, num_samples=2)
+    assert len(done) == 2
+    for g in done:
+        a = nx.to_numpy_array(g, nodelist=range(len(adjacency)))
+        assert np.array_equal(a[known], adjacency[known])
+    bits = model.nll(graphs[:2], num_samples=2)
+    assert bits.shape == (2,) and np.all(np.isfinite(bits)) and np.all(bits > 0)
     monkeypatch.chdir(tmp_path)
     assert sample_cli.main(["s", f"--pretrained={root / 'm.npz'}", "--num_samples=4",
                             "--quiet"]) == 0
