@@ -25,7 +25,8 @@ from ddgjax.metrics import evaluate_generated  # noqa: E402
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "avg_ratio", "valid", "unique",
         "novel", "vun",
         "rbf_degree", "rbf_clustering", "rbf_orbit", "rbf_spectral", "pgd", "pgd_degree",
-        "pgd_clustering", "pgd_orbit", "pgd_spectral")
+        "pgd_clustering", "pgd_orbit", "pgd_spectral",
+        "degree_ratio", "clustering_ratio", "orbit_ratio", "spectral_ratio")
 
 
 def main():

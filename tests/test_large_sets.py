@@ -102,3 +102,19 @@ def test_polygraph_protocol_adds_rbf_mmds_to_spectres():
         assert 0 < poly[f"rbf_{k}"] <= 2
     same = evaluate_generated(ref, ref, protocol="polygraph")
     assert all(abs(same[f"rbf_{k}"]) < 1e-9 for k in ("degree", "clustering", "orbit"))
+
+
+def test_polygraph_protocol_fits_sbms_with_the_benchmarks_100_sweeps(monkeypatch):
+    from ddgjax.metrics import evaluate_generated, validity
+
+    seen = []
+
+    def fake_validity(graphs, fit=None, refinement_steps=1000, **_):
+        seen.append(refinement_steps)
+        return np.ones(len(list(graphs)), bool), "fake"
+
+    monkeypatch.setattr(validity, "sbm_validity", fake_validity)
+    graphs = [nx.cycle_graph(n) for n in range(8, 20)]
+    for protocol in ("polygraph", "spectre"):
+        evaluate_generated(graphs, graphs, protocol=protocol, train=graphs, validity="sbm")
+    assert seen == [100, 1000]
