@@ -2,9 +2,10 @@
 sampler (Algorithm 2, 64 steps on the power:3 grid, bfloat16), gives planar, connected
 graphs. A wrong posterior, prior or denoiser input gives none (tests/mutation_check.py).
 
-Calibration: the shipped file gave 95-97 % valid graphs over 5 x 40 samples
-(docs/results.md, "Pretrained models"); at p = 0.95 per graph, 2 or more of 3 fail
-with probability < 1 %. Three graphs cost about 30 s on two CPU cores.
+Calibration: the shipped file gave 94.5 % valid graphs over 5 x 40 samples on the CPU
+(docs/results.md, "Pretrained models"); at p = 0.945 per graph, 2 or more of 3 fail
+with probability < 1 %, while the sampler mutants give 0 of 3. Three graphs cost 25-70 s
+on two CPU cores, depending on the load.
 """
 import ddgjax
 from ddgjax.metrics.validity import is_planar_valid
