@@ -42,22 +42,27 @@ def names() -> dict[str, str]:
     """The models shipped with the package (``ddgjax/pretrained_models/*.npz``), name ->
     the headline its note records (what it is, the numbers it gave, the card), in name
     order."""
-    if not os.path.isdir(MODELS_DIR):
-        return {}
-    found = sorted(f[:-4] for f in os.listdir(MODELS_DIR) if f.endswith(".npz"))
     return {name: str(read_meta(os.path.join(MODELS_DIR, f"{name}.npz"))
-                      .get("note", {}).get("headline", "")) for name in found}
+                      .get("note", {}).get("headline", "")) for name in _shipped()}
+
+
+def _shipped() -> list[str]:
+    """The shipped models' names (the files in :data:`MODELS_DIR`), sorted."""
+    if not os.path.isdir(MODELS_DIR):
+        return []
+    return sorted(f[:-4] for f in os.listdir(MODELS_DIR) if f.endswith(".npz"))
 
 
 def resolve(spec: str) -> str:
     """The file of ``spec``: a shipped model's name or a path to an ``.npz`` file."""
     spec = spec[len(PREFIX):] if spec.startswith(PREFIX) else spec
-    if spec in names():
+    shipped = _shipped()
+    if spec in shipped:
         return os.path.join(MODELS_DIR, f"{spec}.npz")
     if os.path.isfile(spec):
         return spec
     raise PretrainedError(f"{spec}: neither a shipped pretrained model "
-                          f"({', '.join(names()) or 'none shipped'}) nor an .npz file")
+                          f"({', '.join(shipped) or 'none shipped'}) nor an .npz file")
 
 
 def _leaf_key(path) -> str:
@@ -81,11 +86,17 @@ def export(workdir: str, out: str, checkpoint: str | None = None, use_ema: bool 
             "use_ema": bool(run.config.sample.get("use_ema", False)
                             if use_ema is None else use_ema),
             "max_abs_rounding": worst, "note": note or {}}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    tmp = f"{out}.tmp{os.getpid()}.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, out)
+    _write(out, arrays, meta)
     return meta
+
+
+def _write(path: str, arrays: dict, meta: dict) -> None:
+    """``arrays`` (``param/...``) and ``meta`` as one compressed ``.npz`` at ``path``,
+    written beside it first and moved into place (a killed write leaves the old file)."""
+    arrays = {**arrays, "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    tmp = f"{path}.tmp{os.getpid()}.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)
 
 
 def _read_arrays(path: str, only_meta: bool = False) -> dict:
@@ -117,10 +128,7 @@ def write_note(path: str, note: dict) -> dict:
     arrays = _read_arrays(path)
     meta = _checked_meta(path, arrays)
     meta["note"] = {**meta.get("note", {}), **note}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
-    tmp = f"{path}.tmp.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)
+    _write(path, {k: v for k, v in arrays.items() if k != "meta"}, meta)
     return meta
 
 

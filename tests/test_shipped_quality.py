@@ -1,11 +1,12 @@
 """Quality guard: the shipped SPECTRE Planar-64 model, sampled on the CPU with its row's
 sampler (Algorithm 2, 64 steps on the power:3 grid, bfloat16), gives planar, connected
-graphs. A wrong posterior, prior or denoiser input gives none (tests/mutation_check.py).
+graphs. Negated logits, a denoiser told beta_bar = 0, or the levels visited upwards fail
+it (tests/mutation_check.py; docs/results.md lists the sampler bugs it does not see).
 
 Calibration: the shipped file gave 94.5 % valid graphs over 5 x 40 samples on the CPU
 (docs/results.md, "Pretrained models"); at p = 0.945 per graph, 2 or more of 3 fail
-with probability < 1 %, while the sampler mutants give 0 of 3. Three graphs cost 25-70 s
-on two CPU cores, depending on the load.
+with probability < 1 %. Three graphs took 71 s
+on two loaded CPU cores (the full suite running beside it).
 """
 import ddgjax
 from ddgjax.metrics.validity import is_planar_valid

@@ -143,7 +143,9 @@ def normalise_histograms(h) -> np.ndarray:
     return h / (h.sum(-1, keepdims=True) + HIST_EPS)
 
 
-def _pad_to(a: np.ndarray, width: int) -> np.ndarray:
+def pad_columns(a: np.ndarray, width: int) -> np.ndarray:
+    """``[n, F]`` -> ``[n, width]`` with zero columns on the right (histograms of different
+    lengths compared as one)."""
     return np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
@@ -254,7 +256,7 @@ def _joint_features(x, y, spec: KernelSpec) -> np.ndarray:
     if len(x) == 0 or len(y) == 0:
         raise ValueError("MMD needs at least one graph on each side")
     width = max(x.shape[1], y.shape[1])
-    z = np.concatenate([_pad_to(x, width), _pad_to(y, width)])
+    z = np.concatenate([pad_columns(x, width), pad_columns(y, width)])
     if spec.histogram:
         z = normalise_histograms(z)
     if spec.kind == "emd":

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ddgjax.metrics.mmd import pad_columns
+
 LOG_EPS = 1e-10
 NUM_FOLDS = 4
 
@@ -148,9 +150,7 @@ def polygraph_discrepancy(ref: dict, gen: dict, seed: int = 0) -> dict:
     for name in ref:
         r, g = np.asarray(ref[name], np.float64), np.asarray(gen[name], np.float64)
         width = max(r.shape[1], g.shape[1])
-        r = np.pad(r, ((0, 0), (0, width - r.shape[1])))
-        g = np.pad(g, ((0, 0), (0, width - g.shape[1])))
-        scores[name] = classifier_scores(r, g, seed)
+        scores[name] = classifier_scores(pad_columns(r, width), pad_columns(g, width), seed)
     best = max(scores, key=lambda k: scores[k][0])
     return {"pgd": scores[best][1], "pgd_descriptor": best,
             **{f"pgd_{k}": v[1] for k, v in scores.items()}}

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ddgjax.metrics.mmd import pad_columns
+
 BASE_BANDWIDTHS = (0.01, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
-
-
-def _pad(a: np.ndarray, width: int) -> np.ndarray:
-    return np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
 def squared_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -34,7 +32,7 @@ def rbf_mmd2_max(x, y, base_bandwidths=BASE_BANDWIDTHS) -> float:
     (histograms of different lengths)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     width = max(x.shape[1], y.shape[1])
-    x, y = _pad(x, width), _pad(y, width)
+    x, y = pad_columns(x, width), pad_columns(y, width)
     dxx, dyy, dxy = squared_distances(x, x), squared_distances(y, y), squared_distances(x, y)
     mean_xy = float(dxy.mean())
     scale = np.sqrt(mean_xy) if mean_xy > 0 else 1.0
