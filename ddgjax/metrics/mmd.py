@@ -61,7 +61,7 @@ import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 
-from ddgjax.metrics.stats import GraphStatistics, graph_statistics, strip_graph
+from ddgjax.metrics.stats import GraphStatistics, graph_statistics, pad_columns, strip_graph
 
 HIST_EPS = 1e-6
 _BLOCK_BUDGET = 1 << 24  # rows * cols * features of one kernel block
@@ -141,12 +141,6 @@ def normalise_histograms(h) -> np.ndarray:
     """``h / (sum(h) + 1e-6)`` row by row, in float64 (the original code's normalisation)."""
     h = np.asarray(h, np.float64)
     return h / (h.sum(-1, keepdims=True) + HIST_EPS)
-
-
-def pad_columns(a: np.ndarray, width: int) -> np.ndarray:
-    """``[n, F]`` -> ``[n, width]`` with zero columns on the right (histograms of different
-    lengths compared as one)."""
-    return np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
 def _l1_scale(spec: KernelSpec) -> float:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddgjax.metrics.mmd import pad_columns
+from ddgjax.metrics.stats import pad_columns
 
 LOG_EPS = 1e-10
 NUM_FOLDS = 4

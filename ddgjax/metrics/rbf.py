@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddgjax.metrics.mmd import pad_columns
+from ddgjax.metrics.stats import pad_columns
 
 BASE_BANDWIDTHS = (0.01, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 

@@ -64,6 +64,12 @@ class GraphStatistics(NamedTuple):
     spectral: np.ndarray | None
 
 
+def pad_columns(a: np.ndarray, width: int) -> np.ndarray:
+    """``[n, F]`` -> ``[n, width]`` with zero columns on the right (histograms of different
+    lengths compared as one)."""
+    return np.pad(a, ((0, 0), (0, width - a.shape[1])))
+
+
 def strip_graph(g: nx.Graph) -> nx.Graph:
     """Without self-loops and isolated nodes, relabelled 0..n-1 (paper protocol).
 
