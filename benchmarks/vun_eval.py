@@ -3,6 +3,12 @@ as the test split, MMDs against it (raw and as ratios to the train/test floor) a
 V.U.N. (valid, unique, novel), mean and std over the seeds.
 
     python benchmarks/vun_eval.py --workdir runs/spectre_planar_64 --seeds 5 --out OUT
+    python benchmarks/vun_eval.py --workdir pretrained:spectre_planar_64 --seeds 5 --out OUT
+
+``--workdir pretrained:NAME`` (or ``pretrained:FILE.npz``) samples a pretrained file instead of
+a run (its stored checkpoint and sampler). ``--data NAME`` scores against another dataset's
+test split and draws node counts from that dataset's training graphs (e.g. a model trained
+on ``sbm_l`` sampled for the ``spectre_sbm`` test: a separate, labelled row).
 
 The checkpoint, the EMA choice and the sampler are the run's config (``config.sample``)
 unless overridden (``--checkpoint``, ``--ema``, ``--num_steps``, ``--option NAME=VALUE``
@@ -25,6 +31,7 @@ sys.path.insert(0, REPO)
 
 from ddgjax.cli import parse_option_values  # noqa: E402
 from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
+from ddgjax.data.node_counts import node_count_distribution  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import (configured_checkpoint, configured_num_steps,  # noqa: E402
                              generate, generate_seeds, load_run)
@@ -34,7 +41,11 @@ KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--workdir", required=True,
+                    help="a run's workdir, or pretrained:NAME / pretrained:FILE.npz")
+    ap.add_argument("--data", default="",
+                    help="score against this dataset (default: the run's) and draw node "
+                         "counts from its training graphs")
     ap.add_argument("--checkpoint", default=None, choices=["latest", "best", "best_val"],
                     help="default: the run's config.sample.checkpoint")
     ap.add_argument("--ema", default=None, choices=["true", "false"],
@@ -74,13 +85,28 @@ def main() -> None:
     validity = None if args.validity == "none" else args.validity
 
     use_ema = None if args.ema is None else args.ema == "true"
-    run = load_run(args.workdir, args.checkpoint, use_ema=use_ema,
-                   compute_dtype=args.compute_dtype, kernels=args.kernels)
+    if args.workdir.startswith("pretrained:"):
+        if args.checkpoint or args.ema:
+            ap.error("--checkpoint and --ema do not apply to a pretrained file")
+        from ddgjax.pretrained import load_pretrained
+        run = load_pretrained(args.workdir, compute_dtype=args.compute_dtype,
+                              kernels=args.kernels)
+        checkpoint, ema = run.checkpoint, True
+    else:
+        run = load_run(args.workdir, args.checkpoint, use_ema=use_ema,
+                       compute_dtype=args.compute_dtype, kernels=args.kernels)
+        checkpoint = configured_checkpoint(run.config, args.checkpoint)
+        ema = bool(run.config.sample.get("use_ema", False)) if use_ema is None else use_ema
     cfg = run.config
-    checkpoint = configured_checkpoint(cfg, args.checkpoint)
-    ema = bool(cfg.sample.get("use_ema", False)) if use_ema is None else use_ema
-    ds = load_dataset(cfg.data.source, allow_pickle=cfg.data.allow_pickle)
-    name = args.name or os.path.basename(args.workdir.rstrip("/"))
+    ds = load_dataset(args.data or cfg.data.source, allow_pickle=cfg.data.allow_pickle)
+    if args.data:
+        counts = node_count_distribution(ds.train)
+        if counts.counts.max() > run.max_nodes:
+            ap.error(f"--data {args.data}: graphs of up to {counts.counts.max()} nodes, the "
+                     f"model's largest is {run.max_nodes}")
+        run = run._replace(node_counts=counts)
+    name = args.name or os.path.basename(args.workdir.rstrip("/")).removeprefix(
+        "pretrained:").removesuffix(".npz")
     num = args.num_samples or len(ds.test)
     options = parse_option_values(args.option, "--option")
     # 0: the run's config.sample.num_steps, as ddgjax-sample does (None there: all levels)
@@ -116,7 +142,8 @@ def main() -> None:
         vals = [e[k] for e in per_seed if e.get(k) is not None]
         if vals:
             summary[k] = {"mean": float(np.mean(vals)), "std": float(np.std(vals))}
-    out = {"workdir": args.workdir, "checkpoint": checkpoint, "ema": ema,
+    out = {"workdir": args.workdir, "data": ds.name if args.data else cfg.data.source,
+           "checkpoint": checkpoint, "ema": ema,
            "checkpoint_epoch": run.meta.get("epoch"), "protocol": args.protocol,
            "validity": args.validity, "num_samples": num, "batch_size": batch, "num_steps": num_steps,
            "device": device, "compute_dtype": str(cfg.model.compute_dtype),
