@@ -24,7 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ddgjax import training  # noqa: E402
-from ddgjax.graphs import node_mask_from_counts, pair_mask  # noqa: E402
+from ddgjax.graphs import GraphBatch, node_mask_from_counts, pair_mask  # noqa: E402
 from ddgjax.models import init_params, model_from_config  # noqa: E402
 from ddgjax.parallel import make_mesh  # noqa: E402
 from ddgjax.processes import bitflip, process_from_config  # noqa: E402
@@ -131,7 +131,8 @@ def bench_train_step(dtype, B=64, N=60, hidden=128, blocks=8, steps=10, options=
     mesh = make_mesh(jax.devices()[:1])
     chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(1))
     idx = np.tile(np.arange(B, dtype=np.int32), (steps, 1))
-    t = timeit_detail(lambda s: chunk(s, adj, mask, idx), state, warmup=warmup, repeat=repeat)
+    data = GraphBatch(adj, mask)
+    t = timeit_detail(lambda s: chunk(s, data, idx), state, warmup=warmup, repeat=repeat)
     real = "" if nodes is None else f" ({nodes} real nodes)"
     return {"what": f"PPGN {blocks}x{hidden} train step, N={N}{real}, B={B}, {dtype}",
             "ms_per_step": 1e3 * t["median_s"] / steps, "ms_per_step_min": 1e3 * t["min_s"] / steps,

@@ -111,7 +111,7 @@ def measure(cfg, mode: str, args) -> dict:
         shape = {"nodes": plan.sizes[b], "graphs": len(plan.members[b]), "batch": bsz,
                  "steps_per_epoch": plan.steps[b], "weight": plan.weights[b]}
         t0 = time.perf_counter()
-        fn = chunk.lower(state, d.adj, d.node_mask, idx, w).compile()
+        fn = chunk.lower(state, d, idx, w).compile()
         shape["compile_s"] = time.perf_counter() - t0
         shape.update(memory_row(fn))
         compiled.append(fn)
@@ -121,7 +121,7 @@ def measure(cfg, mode: str, args) -> dict:
             ok = False
             continue
         try:
-            st, _ = fn(state, d.adj, d.node_mask, idx, w)
+            st, _ = fn(state, d, idx, w)
             jax.block_until_ready(st)
             times = []
             for _ in range(args.steps):

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from bench_core import core_config, random_graphs  # noqa: E402
 from ddgjax import training  # noqa: E402
+from ddgjax.graphs import GraphBatch  # noqa: E402
 from ddgjax.models import model_from_config  # noqa: E402
 from ddgjax.parallel import make_mesh  # noqa: E402
 from ddgjax.processes import process_from_config  # noqa: E402
@@ -44,7 +45,7 @@ def step_program(cfg, B, N):
     chunk = training.make_train_chunk(model, tx, process, make_mesh(jax.devices()[:1]),
                                       jax.random.key(1))
     idx = np.arange(B, dtype=np.int32)[None]
-    return chunk, (state, adj, mask, idx)
+    return chunk, (state, GraphBatch(adj, mask), idx)
 
 
 def measure(cfg, B, N, run_steps, capacity):

@@ -79,6 +79,13 @@ def get_config():
     # sample `num_samples` graphs with the sample settings and score them against the
     # validation split; metric "mmd" (average MMD) or "valid" (the share valid under
     # `validity`, "planar" or "sbm"; ties by MMD).
+    # Conditional generation (ddgjax/conditioning.py): condition on each graph's class
+    # label and/or named properties; training drops the condition with probability
+    # `dropout` (the null condition), so that one model is conditional and unconditional.
+    config.condition = ml_collections.ConfigDict()
+    config.condition.on = ""        # "label", property names, or both: "label,communities"
+    config.condition.dropout = 0.1
+
     config.validation = ml_collections.ConfigDict()
     config.validation.every_epochs = 0
     config.validation.num_samples = 64

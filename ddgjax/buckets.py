@@ -192,7 +192,8 @@ def plan_buckets(num_nodes, bounds, batch_size: int, max_nodes: int,
 def bucket_data(batch: GraphBatch, plan: BucketPlan) -> list[GraphBatch]:
     """Each bucket's graphs padded to its size, with the empty padding graph appended
     (``input_pipeline.device_copy``): ``[G_b + 1, N_b, N_b]``, ``[G_b + 1, N_b]`` (numpy)."""
-    return [device_copy(GraphBatch(batch.adj[m, :n, :n], batch.node_mask[m, :n]))
+    return [device_copy(GraphBatch(batch.adj[m, :n, :n], batch.node_mask[m, :n],
+                                   None if batch.cond is None else batch.cond[m]))
             for n, m in zip(plan.sizes, plan.members)]
 
 

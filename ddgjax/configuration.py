@@ -36,6 +36,9 @@ PLAIN_CONFIGS = ("default", "quickstart", "test")
 # One config per benchmark dataset: our best recipe, its sampler and checkpoint included.
 DATASET_CONFIGS = ("community_small", "ego_small", "sbm_27", "planar_60", "spectre_planar_64",
                    "spectre_sbm", "spectre_comm20", "planar_l", "sbm_l", "lobster_l")
+# Conditional generation (config.condition): a model of several families, one of SBM graphs
+# asked for by their number of communities.
+CONDITIONAL_CONFIGS = ("families", "sbm_communities")
 PAPER_PREFIX = "paper:"
 
 
@@ -50,7 +53,8 @@ def bundled_configs() -> dict[str, tuple[str, str | None]]:
     """Name -> ``(file in bundled_config_dir(), argument of its get_config or None)``."""
     from ddgjax.configs import paper
 
-    names = {name: (f"{name}.py", None) for name in PLAIN_CONFIGS + DATASET_CONFIGS}
+    names = {name: (f"{name}.py", None)
+             for name in PLAIN_CONFIGS + DATASET_CONFIGS + CONDITIONAL_CONFIGS}
     for spec in paper.all_specs():
         names[spec.replace(",", "_")] = ("paper.py", spec)
     return names
@@ -78,7 +82,8 @@ def resolve_config_arg(text: str) -> str:
         raise ConfigError(f"--config {text}: config file {path} not found")
     raise ConfigError(
         f"--config {text}: neither a config file nor a bundled config; bundled: "
-        f"{', '.join(PLAIN_CONFIGS + DATASET_CONFIGS)}, or paper:DATASET,MODEL,LOSS "
+        f"{', '.join(PLAIN_CONFIGS + DATASET_CONFIGS + CONDITIONAL_CONFIGS)}, or "
+        f"paper:DATASET,MODEL,LOSS "
         f"(e.g. paper:ego_small,ppgn,simple)")
 
 

@@ -13,9 +13,16 @@ Convention (the one every other module relies on):
 a warning (the method models only the strict upper triangle, so a self-loop
 has no meaning for it). Graph files are read and written by
 :mod:`ddgjax.data.formats`.
+
+Graph-level labels: a graph may carry a class label ``g.graph["label"]`` (a string
+or an integer) and named numeric properties ``g.graph["properties"]`` (a dict
+``str -> int | float``); :func:`clean_graph` keeps these two keys (checked by
+:func:`check_graph_labels`) and drops every other graph attribute.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from typing import Any, NamedTuple, Sequence
 
@@ -33,10 +40,13 @@ class GraphBatch(NamedTuple):
     Attributes:
       adj: ``[B, N, N]`` float 0/1 adjacency, symmetric, zero diagonal.
       node_mask: ``[B, N]`` bool, True on real nodes (a prefix of each row).
+      cond: ``float32[B, D]`` the graphs' condition vectors (``ddgjax.conditioning``), or
+        None for unconditional training.
     """
 
     adj: Any
     node_mask: Any
+    cond: Any = None
 
     @property
     def num_nodes(self):
@@ -87,12 +97,59 @@ def _where(source: str | None, index: int | None) -> str:
     return ": ".join(parts) + ": " if parts else ""
 
 
+def check_graph_labels(label: Any, properties: Any, where: str = "") -> tuple[Any, Any]:
+    """Check a graph's class label and properties; return them normalised.
+
+    Args:
+      label: None (no label), a non-empty string or an integer (Python or numpy; not a
+        bool).
+      properties: None (none), or a dict mapping non-empty string names to finite numbers
+        (int or float, Python or numpy; not bools).
+      where: the error prefix naming file and graph (``_where(path, index)``).
+
+    Returns: ``(label, properties)``: label a ``str``, an ``int`` or None; properties a
+      new plain ``dict`` of ``int``/``float`` values, or None where absent or empty.
+
+    Raises: GraphFormatError ``"{where}field 'label' must be ..., got ..."`` (or
+      ``field 'properties'...``), naming the field and what was expected.
+    """
+    if label is not None:
+        if isinstance(label, str):
+            if not label:
+                raise GraphFormatError(f"{where}field 'label' must be a non-empty string or an "
+                                       "integer, got ''")
+        elif isinstance(label, numbers.Integral) and not isinstance(label, (bool, np.bool_)):
+            label = int(label)
+        else:
+            raise GraphFormatError(f"{where}field 'label' must be a string or an integer, "
+                                   f"got {label!r}")
+    if properties is None:
+        return label, None
+    if not isinstance(properties, dict):
+        raise GraphFormatError(f"{where}field 'properties' must be an object mapping names to "
+                               f"numbers, got {properties!r}")
+    out = {}
+    for name, value in properties.items():
+        if not isinstance(name, str) or not name:
+            raise GraphFormatError(f"{where}field 'properties' must have non-empty string "
+                                   f"names, got {name!r}")
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+                or not math.isfinite(value)):
+            raise GraphFormatError(f"{where}field 'properties'.{name} must be a finite number "
+                                   f"(int or float), got {value!r}")
+        out[name] = int(value) if isinstance(value, numbers.Integral) else float(value)
+    return label, out or None
+
+
 def clean_graph(g: nx.Graph, source: str | None = None, index: int | None = None) -> nx.Graph:
     """Check and normalise one networkx graph to nodes ``0..n-1``, no self-loops.
 
     Raises GraphFormatError for directed or multi-graphs and for labels that
     cannot be relabelled (mixed types that cannot be sorted). Integer labels
     ``0..n-1`` are kept; any other labels are relabelled in sorted order.
+    Of the graph attributes only ``g.graph["label"]`` and ``g.graph["properties"]``
+    are kept, checked by :func:`check_graph_labels` (a bad one is a GraphFormatError
+    naming the graph and the field).
     """
     where = _where(source, index)
     if not isinstance(g, nx.Graph):
@@ -102,6 +159,8 @@ def clean_graph(g: nx.Graph, source: str | None = None, index: int | None = None
                                "(convert with G.to_undirected() first)")
     if g.is_multigraph():
         raise GraphFormatError(f"{where}graph is a multigraph; ddgjax models simple graphs")
+    label, properties = check_graph_labels(g.graph.get("label"), g.graph.get("properties"),
+                                           where)
     nodes = list(g.nodes)
     n = len(nodes)
     if set(nodes) != set(range(n)):
@@ -114,6 +173,10 @@ def clean_graph(g: nx.Graph, source: str | None = None, index: int | None = None
         g = nx.relabel_nodes(g, mapping)
     out = nx.Graph()
     out.add_nodes_from(range(n))
+    if label is not None:
+        out.graph["label"] = label
+    if properties is not None:
+        out.graph["properties"] = properties
     loops = 0
     for u, v in g.edges():
         if u == v:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ddgjax.data import (BUNDLED_NAMES, Dataset, load_dataset, max_num_nodes,
                          node_count_distribution)
-from ddgjax.data.datasets import BUILTIN_PREFIX
+from ddgjax.data.datasets import BUILTIN_PREFIX, MIX_PREFIX
 from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphBatch, GraphFormatError, graphs_to_batch
 
@@ -42,11 +42,28 @@ def load_training_data(config) -> tuple[Dataset, GraphBatch, int]:
     return ds, batch, max_nodes
 
 
+def training_conditions(config, ds: Dataset):
+    """The :class:`ddgjax.conditioning.Conditions` of ``config.condition`` over the training
+    split (None: an unconditional run). Raises ConditionError naming the graph that lacks
+    a label or property, ValueError naming ``config.condition.dropout`` out of [0, 1)."""
+    from ddgjax.conditioning import conditions_from_graphs, parse_condition_on
+
+    c = config.condition
+    if not 0.0 <= float(c.dropout) < 1.0:
+        raise ValueError(f"config.condition.dropout: expected a probability in [0, 1), got "
+                         f"{c.dropout!r}")
+    use_label, properties = parse_condition_on(c.on)
+    return conditions_from_graphs(
+        ds.train, use_label, properties,
+        source=f"{config.data.source} (train split)",
+        indices=ds.index.get("train") if ds.index else None)
+
+
 def dataset_record(source: str, ds: Dataset, max_nodes: int) -> dict:
     """What a trained run must remember of its data (``dataset.json``): the source as
-    given, the absolute ``path`` of a data file or directory (None for bundled and
-    builtin sources), split sizes, ``max_nodes``, the training split's node-count
-    distribution, and digests of the training split and of all the data (so a resumed
+    given, the absolute ``path`` of a data file or directory (None for bundled, large,
+    builtin and ``mix:`` sources; see :func:`data_path`), split sizes, ``max_nodes``, the
+    training split's node-count distribution, and digests of the training split and of all the data (so a resumed
     run, or an evaluation, can tell whether the data changed wherever it now lies)."""
     return {"source": source, "path": data_path(source), "name": ds.name,
             "max_nodes": int(max_nodes),
@@ -57,8 +74,12 @@ def dataset_record(source: str, ds: Dataset, max_nodes: int) -> dict:
 
 def data_path(source: str) -> str | None:
     """The absolute path a source reads, or None for a dataset named by the package (bundled,
-    large or ``builtin:NAME``)."""
-    if source in BUNDLED_NAMES or source in LARGE_NAMES or source.startswith(BUILTIN_PREFIX):
+    large or ``builtin:NAME``) and for a ``mix:NAME1,...`` source. A mix has no one path:
+    where its components are files, they are found again by the source as written
+    (relative paths from the working directory), and the record's ``data_digest`` still
+    tells whether their content changed."""
+    if (source in BUNDLED_NAMES or source in LARGE_NAMES or source.startswith(BUILTIN_PREFIX)
+            or source.startswith(MIX_PREFIX)):
         return None
     return os.path.abspath(os.path.expanduser(source))
 
@@ -82,10 +103,14 @@ def graphs_digest(graphs) -> str:
 def device_copy(batch: GraphBatch) -> GraphBatch:
     """The training split with one empty graph appended (index ``G``), used as batch padding.
 
-    ``[G, N, N]``, ``[G, N]`` -> ``[G+1, N, N]``, ``[G+1, N]`` (numpy).
+    ``[G, N, N]``, ``[G, N]`` (, ``cond [G, D]``) -> ``[G+1, N, N]``, ``[G+1, N]``
+    (, ``[G+1, D]``, the padding graph's condition the null one) (numpy).
     """
     out = []
-    for a in (batch.adj, batch.node_mask):
+    for a in batch:
+        if a is None:
+            out.append(None)
+            continue
         padded = np.zeros((a.shape[0] + 1,) + a.shape[1:], a.dtype)
         padded[:-1] = a
         out.append(padded)

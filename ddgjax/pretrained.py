@@ -23,6 +23,7 @@ import zipfile
 import jax
 import numpy as np
 
+from ddgjax.conditioning import record_dim
 from ddgjax.configuration import complete_run_config
 from ddgjax.data import NodeCountDistribution
 from ddgjax.models import abstract_params, model_from_config
@@ -161,7 +162,7 @@ def load_pretrained(spec: str, *, compute_dtype: str | None = None, kernels: str
         record = meta["dataset"]
         max_nodes = int(record["max_nodes"])
         node_counts = NodeCountDistribution.from_dict(record["node_counts"])
-        model = model_from_config(config)
+        model = model_from_config(config, cond_dim=record_dim(record))
         abstract = abstract_params(model, max_nodes)
     except (KeyError, TypeError, ValueError) as e:
         raise PretrainedError(f"{path}: field 'meta': {e}") from e

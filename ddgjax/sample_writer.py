@@ -145,6 +145,11 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     out_dir = os.path.abspath(out_dir)
     check_output_dir(out_dir, "samples", overwrite)
     train, test = evaluation_data(run, reference, needed=protocol != "none")
+    label = sampler_options.get("label")
+    if label is not None and test is not None:   # a class is scored against its own graphs
+        train, test = (None if gs is None else
+                       [g for g in gs if str(g.graph.get("label")) == str(label)] or gs
+                       for gs in (train, test))
     res = generate(run, num_samples, seed=seed, batch_size=batch_size, num_steps=num_steps,
                    progress=progress, **sampler_options)
     graphs = res["graphs"]

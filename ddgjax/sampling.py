@@ -33,6 +33,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ddgjax import checkpoints
+from ddgjax.conditioning import (ConditionError, Conditions, condition_denoiser, encode,
+                                 record_dim, request_node_counts)
 from ddgjax.buckets import run_bucket_sizes, sampling_groups
 from ddgjax.data import NodeCountDistribution, sample_node_counts
 from ddgjax.graphs import batch_to_graphs, node_mask_from_counts
@@ -71,6 +73,12 @@ class Run(NamedTuple):
     dataset: dict | None = None
     checkpoint: str | None = None
     workdir: str | None = None
+
+    @property
+    def conditions(self) -> Conditions | None:
+        """How the run encodes labels (``ddgjax.conditioning``), None if unconditional."""
+        record = (self.dataset or {}).get("conditions")
+        return None if record is None else Conditions.from_dict(record)
 
 
 def sampling_config(config: ml_collections.ConfigDict, compute_dtype: str | None = None,
@@ -132,7 +140,7 @@ def load_run(workdir: str, checkpoint: str | None = None, use_ema: bool | None =
         config, ds_info = read_run_record(workdir)
         checkpoint = configured_checkpoint(config, checkpoint)
         config = sampling_config(config, compute_dtype, kernels, pad_multiple)
-        model = model_from_config(config)
+        model = model_from_config(config, cond_dim=record_dim(ds_info))
         process = process_from_config(config)
         params, ema_params, meta = checkpoints.restore_params(
             workdir, checkpoint, abstract_params(model, int(ds_info["max_nodes"])))
@@ -152,8 +160,12 @@ def load_run(workdir: str, checkpoint: str | None = None, use_ema: bool | None =
 _COMPILED: dict = {}
 
 
-def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
-    """Jitted ``(params, keys [B], node_mask [B, N]) -> sampler(model.apply(params), ...)``.
+def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None,
+                     guided: bool = False):
+    """Jitted ``(params, keys [B], node_mask [B, N], cond=None, guidance=0.0) ->
+    sampler(model.apply(params), ...)``; ``cond [B, D]`` the graphs' conditions for a
+    conditional model and, where ``guided``, ``guidance`` the weight of classifier-free
+    guidance (``ddgjax.conditioning``; a traced scalar: one program serves every weight).
 
     One compiled function per (model, sampler, mesh), so repeated ``generate`` calls
     (several seeds, several checkpoints of one model) compile once per batch shape. The
@@ -169,16 +181,20 @@ def compiled_sampler(model, sampler: Sampler, mesh: Mesh | None = None):
     kernels in jax-ml/jax-triton#163; not measured in ddgjax).
     """
     several = mesh is not None and mesh.devices.size > 1
-    key = (model, sampler, mesh if several else None)
+    key = (model, sampler, mesh if several else None, bool(guided))
     if key not in _COMPILED:
-        def run(params, keys, node_mask):
-            denoise = lambda a, m, t, s: model.apply(params, a, m, t, s)
-            return sampler(denoise, keys, node_mask)
+        def body(params, keys, node_mask, cond, guidance):
+            apply = lambda a, m, t, s, *c: model.apply(params, a, m, t, s, *c)
+            w = guidance if guided else 0.0
+            return sampler(condition_denoiser(apply, cond, w), keys, node_mask)
 
         if several:
-            run = jax.shard_map(run, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS)),
-                                out_specs=P(AXIS), check_vma=False)
-        _COMPILED[key] = jax.jit(run)
+            body = jax.shard_map(body, mesh=mesh,
+                                 in_specs=(P(), P(AXIS), P(AXIS), P(AXIS), P()),
+                                 out_specs=P(AXIS), check_vma=False)
+        _COMPILED[key] = jax.jit(lambda params, keys, node_mask, cond=None, guidance=0.0:
+                                 body(params, keys, node_mask, cond,
+                                      jnp.asarray(guidance, jnp.float32)))
     return _COMPILED[key]
 
 
@@ -194,18 +210,21 @@ _EXECUTABLES: dict = {}
 
 
 def sampler_executable(model, sampler: Sampler, params, keys: jax.Array,
-                       node_mask: jax.Array) -> tuple[Any, float]:
+                       node_mask: jax.Array, cond=None,
+                       guidance: float = 0.0) -> tuple[Any, float]:
     """``(executable, compile_seconds)``: :func:`compiled_sampler` compiled ahead of time
     for these arguments' shapes and shardings, once per process (``compile_seconds`` is
     0 when it was compiled before). Lets ``generate`` time compiling and sampling apart
     in one sampling pass."""
-    leaves, tree = jax.tree_util.tree_flatten((params, keys, node_mask))
-    sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves))
+    guided = bool(guidance)
+    leaves, tree = jax.tree_util.tree_flatten((params, keys, node_mask, cond))
+    sig = (model, sampler, tree, tuple((a.shape, a.dtype, a.sharding) for a in leaves),
+           guided)
     if sig in _EXECUTABLES:
         return _EXECUTABLES[sig], 0.0
     t0 = time.time()
-    exe = compiled_sampler(model, sampler, _batch_mesh(keys)).lower(params, keys,
-                                                                    node_mask).compile()
+    exe = compiled_sampler(model, sampler, _batch_mesh(keys), guided).lower(
+        params, keys, node_mask, cond, guidance).compile()
     _EXECUTABLES[sig] = exe
     return exe, time.time() - t0
 
@@ -269,11 +288,17 @@ def configured_num_steps(config, num_steps: int | None = 0) -> int | None:
 def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
              num_steps: int | None = None, node_counts: np.ndarray | None = None,
              return_chain: bool = False, progress=None,
-             devices=None, buckets: bool | None = None, **sampler_options) -> dict:
+             devices=None, buckets: bool | None = None, label=None,
+             properties: dict | None = None, guidance: float | None = None,
+             **sampler_options) -> dict:
     """Sample ``num_samples`` graphs.
 
     Node counts come from the training split's distribution (seeded by
-    ``seed``) unless given. Batches all have ``batch_size`` graphs (the last is
+    ``seed``; for a ``label``, that of the training graphs of that class) unless given.
+    A conditional run (``ddgjax.conditioning``) samples graphs of class ``label`` and/or
+    with ``properties`` (``{"communities": 3}``) with classifier-free guidance of weight
+    ``guidance`` (None or 0: none); neither label nor
+    properties: its unconditional model. Batches all have ``batch_size`` graphs (the last is
     padded with empty graphs) so the sampler compiles once per shape (ahead of the
     first batch, timed apart: each graph is sampled once). ``sampler_options``
     go to the process's sampler (bit flips: ``algorithm=1|2``; Gaussian:
@@ -293,16 +318,54 @@ def generate(run: Run, num_samples: int, seed: int = 0, batch_size: int = 1024,
     """
     _check_request(num_samples, batch_size, num_steps)
     sampler = _sampler(run, num_steps, return_chain, sampler_options)
+    condition = request_condition(run, label, properties, guidance)
     if node_counts is None:
-        node_counts = sample_node_counts(run.node_counts, num_samples, seed)
+        node_counts = sample_node_counts(condition.node_counts, num_samples, seed)
     node_counts = checked_node_counts(node_counts, num_samples, run.max_nodes)
     return _sample_request(run, sampler, node_counts, lambda idx: graph_keys_at(seed, idx),
-                           batch_size, return_chain, progress, devices, buckets)
+                           batch_size, return_chain, progress, devices, buckets, condition)
+
+
+class RequestCondition(NamedTuple):
+    """What a sampling request conditions on: ``vector`` (``float32[D]``, every graph's;
+    None for an unconditional run), the ``guidance`` weight, the node-count distribution
+    to draw from, and ``info`` (label, properties, guidance) for the records."""
+
+    vector: np.ndarray | None
+    guidance: float
+    node_counts: NodeCountDistribution
+    info: dict
+
+
+def request_condition(run: Run, label=None, properties: dict | None = None,
+                      guidance: float | None = None) -> RequestCondition:
+    """The condition of a request on ``run`` (``generate``'s arguments). Raises
+    SamplingError naming the value for a label or property the run was not trained on,
+    a label given to an unconditional run, or guidance without a condition."""
+    conds = run.conditions
+    guidance = float(guidance or 0.0)
+    asked = label is not None or bool(properties)
+    if conds is None:
+        if asked or guidance:
+            raise SamplingError("this run was trained without labels (config.condition): "
+                                "--label, --property and --guidance do not apply")
+        return RequestCondition(None, 0.0, run.node_counts, {})
+    if guidance and not asked:
+        raise SamplingError(f"--guidance {guidance:g} needs a label or properties to guide "
+                            "towards")
+    try:
+        vector = encode(conds, label, properties)
+    except ConditionError as e:
+        raise SamplingError(str(e)) from e
+    counts = request_node_counts(conds, label) or run.node_counts
+    info = {"label": label, "properties": dict(properties or {}), "guidance": guidance}
+    return RequestCondition(vector, guidance, counts, info)
 
 
 def generate_seeds(run: Run, num_samples: int, seeds, batch_size: int = 1024,
                    num_steps: int | None = None, progress=None, devices=None,
-                   buckets: bool | None = None, **sampler_options) -> list[dict]:
+                   buckets: bool | None = None, label=None, properties: dict | None = None,
+                   guidance: float | None = None, **sampler_options) -> list[dict]:
     """``[generate(run, num_samples, seed=s, ...) for s in seeds]``, sampled as one request.
 
     The graphs are ``generate``'s for each seed (graph ``i`` of seed ``s`` has the node
@@ -314,8 +377,8 @@ def generate_seeds(run: Run, num_samples: int, seeds, batch_size: int = 1024,
     a seed puts a different number of graphs in a bucket, and small per-seed groups fill
     their batches. Each result's ``seconds`` and ``compile_seconds`` are its equal share
     of the request's, whose totals and seeds are under ``request``; ``progress`` counts
-    the request's graphs. Raises SamplingError for an empty or repeated ``seeds``
-    (or one outside 0..2^31-1).
+    the request's graphs; ``label``, ``properties`` and ``guidance`` as for ``generate``.
+    Raises SamplingError for an empty or repeated ``seeds`` (or one outside 0..2^31-1).
     """
     seeds = [int(s) for s in seeds]
     if (not seeds or len(set(seeds)) != len(seeds)
@@ -323,13 +386,15 @@ def generate_seeds(run: Run, num_samples: int, seeds, batch_size: int = 1024,
         raise SamplingError(f"seeds: expected distinct sampling seeds in 0..2^31-1, got {seeds}")
     _check_request(num_samples, batch_size, num_steps)
     sampler = _sampler(run, num_steps, False, sampler_options)
-    counts = np.concatenate([checked_node_counts(sample_node_counts(run.node_counts, num_samples,
-                                                                    s), num_samples, run.max_nodes)
+    condition = request_condition(run, label, properties, guidance)
+    counts = np.concatenate([checked_node_counts(sample_node_counts(condition.node_counts,
+                                                                    num_samples, s),
+                                                 num_samples, run.max_nodes)
                              for s in seeds])
     seed_of = np.repeat(np.asarray(seeds, np.int64), num_samples)
     index_of = np.tile(np.arange(num_samples), len(seeds))
     res = _sample_request(run, sampler, counts, request_keys(seed_of, index_of), batch_size,
-                          False, progress, devices, buckets)
+                          False, progress, devices, buckets, condition)
     share = 1.0 / len(seeds)
     request = {"seeds": seeds, "num_samples": int(counts.size), "seconds": res["seconds"],
                "compile_seconds": res["compile_seconds"]}
@@ -382,10 +447,12 @@ def _sampler(run: Run, num_steps, return_chain: bool, sampler_options: dict) -> 
 
 def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at,
                     batch_size: int, return_chain: bool, progress, devices,
-                    buckets: bool | None) -> dict:
+                    buckets: bool | None, condition: RequestCondition | None = None) -> dict:
     """``generate``'s work for checked ``node_counts`` ``[M]``: graph ``r`` of the request
     drawn with ``keys_at([r])`` (``keys_at`` maps request indices, padding slots past
-    ``M`` included, to keys)."""
+    ``M`` included, to keys), every graph under ``condition`` (None: unconditional)."""
+    vector = None if condition is None else condition.vector
+    guidance = 0.0 if condition is None else condition.guidance
     num_samples = int(node_counts.size)
     mesh = make_mesh(devices)
     n_dev = mesh.devices.size
@@ -415,11 +482,14 @@ def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at
             slots = np.concatenate([real, pad])
             keys = jax.device_put(keys_at(slots), sharding)
             mask = put_global(node_mask_from_counts(counts, size), sharding)
+            cond = (None if vector is None else
+                    put_global(np.tile(vector[None], (bsz, 1)), sharding))
             if b == 0:  # one executable per batch shape
-                exe, dt = sampler_executable(run.model, sampler, params, keys, mask)
+                exe, dt = sampler_executable(run.model, sampler, params, keys, mask, cond,
+                                             guidance)
                 t_compile += dt
             t0 = time.time()
-            res = jax.block_until_ready(exe(params, keys, mask))
+            res = jax.block_until_ready(exe(params, keys, mask, cond, guidance))
             t_run += time.time() - t0
             adj = res[0] if return_chain else res
             out_adj[real, :size, :size] = np.asarray(adj, dtype=np.uint8)[:len(real)]
@@ -437,6 +507,9 @@ def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at
               "graphs_per_second": (num_samples / t_run) if t_run > 0 else float("nan"),
               "algorithm": sampler.info.get("algorithm"), **sampler.info,
               "sampler": sampler.info}
+    if condition is not None and condition.info:
+        result["condition"] = condition.info
+        result["sampler"] = {**sampler.info, **condition.info}
     if bounds:
         result["buckets"] = [int(g[0]) for g in groups]
     if return_chain:

@@ -44,7 +44,8 @@ class TrainedModel:
                 f"model={self.config.model.name!r}, epoch={self.meta.get('epoch')})")
 
     def sample(self, n: int, seed: int = 0, *, num_nodes=None, num_steps: int | None = None,
-               batch_size: int | None = None, **sampler_options) -> list[nx.Graph]:
+               batch_size: int | None = None, label=None, properties: dict | None = None,
+               guidance: float | None = None, **sampler_options) -> list[nx.Graph]:
         """``n`` generated graphs (``networkx.Graph``, nodes ``0..k-1``).
 
         Node counts are drawn from the training split (seeded by ``seed``) unless
@@ -54,6 +55,12 @@ class TrainedModel:
         ``grid``, ``renoise_mix``, ``logit_scale``; default: the run's ``config.sample``)
         work as in ``ddgjax-sample``. Graph ``i`` depends only on
         ``seed`` and ``i``, not on ``n`` or the batch size.
+
+        A model trained with labels (``config.condition``) makes graphs of class ``label``
+        and/or with ``properties`` (e.g. ``{"communities": 3}``), with classifier-free
+        guidance of weight ``guidance`` (default 0: none); node
+        counts then come from the training graphs of that class. Without either it samples
+        its unconditional model.
         """
         cfg = self.config.sample
         counts = None
@@ -61,8 +68,8 @@ class TrainedModel:
             counts = np.broadcast_to(np.asarray(num_nodes, dtype=np.int32), (n,))
         res = generate(self.run, n, seed=seed, batch_size=batch_size or cfg.batch_size,
                        num_steps=configured_num_steps(self.config, num_steps),
-                       node_counts=counts,
-                       **sampler_options)
+                       node_counts=counts, label=label, properties=properties,
+                       guidance=guidance, **sampler_options)
         return res["graphs"]
 
     def complete(self, adjacency, known, num_samples: int = 16, seed: int = 0, *,

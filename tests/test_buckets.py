@@ -154,7 +154,7 @@ def test_step_weight_scales_the_gradient_not_the_loss():
     idx = put_global(np.array([[0, 1, 2, 4]], np.int32), batch_sharded(mesh, 1))
     weighted = training.make_train_chunk(model, tx, process, mesh, jax.random.key(3),
                                          weighted=True)
-    outs = {w: weighted(state, data.adj, data.node_mask, idx, jnp.array([w], jnp.float32))
+    outs = {w: weighted(state, data, idx, jnp.array([w], jnp.float32))
             for w in (1.0, 2.5)}
     np.testing.assert_allclose(outs[2.5][1], outs[1.0][1], rtol=1e-6)  # the loss is unweighted
     p0 = jax.tree_util.tree_leaves(state.params)
@@ -281,7 +281,7 @@ def test_remat_equals_no_remat_at_64_nodes():
         tx = optax.sgd(0.05)  # (Adam's first steps, about lr * sign(g), amplify rounding)
         state = replicate(training.init_state(model, tx, jax.random.key(0), 64), mesh)
         chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(5))
-        out[remat] = chunk(state, data.adj, data.node_mask, idx)
+        out[remat] = chunk(state, data, idx)
     (s0, l0), (s1, l1) = out[False], out[True]
     assert np.all(np.isfinite(l0)) and int(s1.step) == 2
     np.testing.assert_allclose(l1, l0, rtol=1e-5)

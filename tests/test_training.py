@@ -51,8 +51,7 @@ def fixed_loss(model, params, process, data):
 def run_chunk(chunk, state, data, idx, mesh):
     """Run a train chunk on numpy data (padded with the empty graph) and indices."""
     dev = replicate(input_pipeline.device_copy(data), mesh)
-    return chunk(replicate(state, mesh), dev.adj, dev.node_mask,
-                 put_global(idx, batch_sharded(mesh, 1)))
+    return chunk(replicate(state, mesh), dev, put_global(idx, batch_sharded(mesh, 1)))
 
 
 @pytest.mark.parametrize("model_name,loss", [("ppgn", "simple"), ("ppgn", "vb"),
@@ -279,7 +278,7 @@ def test_several_seeds_in_one_program_equal_separate_runs():
     stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *states)
     chunk = training.make_train_chunk_seeds(model, tx, process, mesh, jnp.stack(keys), 0.9)
     dev = replicate(input_pipeline.device_copy(data), mesh)
-    out, losses = chunk(replicate(stacked, mesh), dev.adj, dev.node_mask,
+    out, losses = chunk(replicate(stacked, mesh), dev,
                         put_global(idx.astype(np.int32), batch_sharded(mesh, 2)))
     assert np.asarray(losses).shape == (3, 2)
     # Compare what the parameters compute, not the leaves: biases in front of an instance
@@ -454,9 +453,9 @@ def test_progress_bar_runs_chunks_in_pieces_that_train_the_same_steps(tmp_path, 
     calls, shown = [], []
 
     def counting(fn):
-        def counted(state, adj, mask, idx, *rest):
+        def counted(state, data, idx, *rest):
             calls.append(idx.shape[0])
-            return fn(state, adj, mask, idx, *rest)
+            return fn(state, data, idx, *rest)
         return counted
 
     _spy_chunks(monkeypatch, counting)

@@ -68,6 +68,14 @@ def define_flags(fv) -> None:
                        flag_values=fv)
     flags.DEFINE_float("logit_scale", None, "Bit flips: a factor on the denoiser's logits "
                        "(default: config.sample.logit_scale).", flag_values=fv)
+    flags.DEFINE_string("label", None, "A model trained with labels (config.condition): "
+                        "sample graphs of this class.", flag_values=fv)
+    flags.DEFINE_multi_string("property", [], "A model trained with properties: NAME=VALUE "
+                              "(repeat the flag for several), e.g. communities=3.",
+                              flag_values=fv)
+    flags.DEFINE_float("guidance", None, "Classifier-free guidance weight w towards --label / "
+                       "--property (default 0: none).",
+                       flag_values=fv)
     flags.DEFINE_bool("ema", None, "Use EMA parameters (default: config.sample.use_ema).",
                       flag_values=fv)
     flags.DEFINE_enum("compute_dtype", None, ["float32", "bfloat16"],
@@ -128,11 +136,30 @@ def model_options(fv) -> dict:
 
 
 def sampler_options(fv) -> dict:
-    """The sampler's keyword arguments from ``--algorithm``, ``--grid``, ``--renoise_mix``
-    and ``--logit_scale``: only those given (the others are the run's config)."""
+    """The sampler's keyword arguments from ``--algorithm``, ``--grid``, ``--renoise_mix``,
+    ``--logit_scale`` and the condition (``--label``, ``--property``, ``--guidance``):
+    only those given (the others are the run's config)."""
     given = {"algorithm": fv.algorithm or None, "grid": fv.grid,
-             "renoise_mix": fv.renoise_mix, "logit_scale": fv.logit_scale}
+             "renoise_mix": fv.renoise_mix, "logit_scale": fv.logit_scale,
+             "label": fv.label, "properties": parse_properties(fv.property) or None,
+             "guidance": fv.guidance}
     return {k: v for k, v in given.items() if v is not None}
+
+
+def parse_properties(items) -> dict:
+    """``["communities=3", ...]`` -> ``{"communities": 3.0}``; ValueError naming the item
+    that is not NAME=NUMBER."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--property {item}: expected NAME=NUMBER, e.g. "
+                             "communities=3") from None
+    return out
 
 
 def main(argv: list | None = None) -> int:
@@ -264,6 +291,9 @@ def run_completion(fv) -> None:
 
     out_dir = default_out(fv, "completions")
     options = sampler_options(fv)
+    if {"label", "properties", "guidance"} & set(options):
+        raise ValueError("--label, --property and --guidance apply to sampling new graphs, "
+                         "not to --complete")
     if fv.workdir is None or os.path.isdir(fv.workdir):
         check_output_dir(out_dir, "completions", fv.overwrite)
     requests, where = completion_requests(fv)

@@ -2,7 +2,8 @@
 
 One entry point, :func:`load_dataset`, turns a *source* string into a
 :class:`Dataset` of train / test / val lists of ``networkx.Graph`` (nodes
-``0..n-1``, no self-loops, no attributes):
+``0..n-1``, no self-loops; of the graph attributes only an optional class label
+``g.graph["label"]`` and a dict of numeric properties ``g.graph["properties"]``):
 
 ==========================  ===================================================
 source                      meaning
@@ -25,6 +26,15 @@ source                      meaning
                             cached (:mod:`ddgjax.data.large_sets`)
 ``builtin:NAME``            a seeded generator, NAME one of
                             :data:`ddgjax.data.generators.BUILTIN_NAMES`
+``mix:NAME1,NAME2,...``     several of the above (no ``mix:`` among them; a
+                            path containing a comma cannot be named), each
+                            split as it alone would be, their train / test /
+                            val lists concatenated in the order named; every
+                            graph labelled with its component's NAME
+                            (``g.graph["label"] = NAME``, replacing any label;
+                            properties kept). E.g.
+                            ``mix:planar_l,sbm_l,lobster_l`` or
+                            ``mix:spectre_planar_64,spectre_sbm``
 ==========================  ===================================================
 
 Splits (the provenance of each rule: ``docs/method.md``, "Datasets").
@@ -67,6 +77,7 @@ from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphFormatError, clean_graph
 
 BUILTIN_PREFIX = "builtin:"
+MIX_PREFIX = "mix:"
 BUNDLED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundled")
 # The graph lists shipped with the package (gzip-compressed JSON graph lists).
 BUNDLED_NAMES = ("community_small", "ego_small", "sbm_27", "planar_60",
@@ -123,13 +134,18 @@ class Dataset(NamedTuple):
     """A dataset split into lists of ``networkx.Graph`` (nodes ``0..n-1``).
 
     Attributes:
-      name: dataset name (JSON ``name`` field, file/dir stem, or builtin NAME).
+      name: dataset name (JSON ``name`` field, file/dir stem, or builtin NAME; for a
+        ``mix:`` source the source string).
       train: training graphs.
       test: test graphs (the reference set of the metrics).
       val: validation graphs; empty where the dataset has none.
-      source: the source string it was loaded from (path or ``builtin:NAME``).
+      source: the source string it was loaded from (path, ``builtin:NAME`` or
+        ``mix:NAME1,...``).
       index: ``{"train", "test", "val"}`` -> the graphs' indices in the file (or in
-        generation order), so that errors name a graph as the file numbers it.
+        generation order), so that errors name a graph as the file numbers it. For a
+        ``mix:`` source, indices into the concatenation of the components' graph lists
+        (file or generation order each): component c's graph i is ``offset_c + i``, with
+        ``offset_c`` the summed sizes (highest index + 1) of the components before it.
     """
 
     name: str
@@ -208,6 +224,70 @@ def _load_builtin(name: str, source: str, seed: int, num_graphs: int | None) -> 
 
 
 # ----------------------------------------------------------------------------
+# mixtures of datasets
+
+
+def mix_names(source: str) -> list[str]:
+    """The component names of a ``mix:NAME1,NAME2,...`` source (whitespace around each
+    stripped). Raises ValueError naming the source for an empty list or name, a name
+    given twice, or a nested ``mix:``."""
+    names = [n.strip() for n in source[len(MIX_PREFIX):].split(",")]
+    if names == [""]:
+        raise ValueError(f"{source}: names no datasets; expected mix:NAME1,NAME2,... (each "
+                         "a bundled or large name, a path or builtin:NAME)")
+    if "" in names:
+        raise ValueError(f"{source}: an empty dataset name (a stray comma?)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{source}: names {', '.join(twice)} more than once")
+    nested = [n for n in names if n.startswith(MIX_PREFIX)]
+    if nested:
+        raise ValueError(f"{source}: a mix cannot contain another mix ({nested[0]})")
+    return names
+
+
+def _check_component(name: str, source: str) -> None:
+    """ValueError naming ``source`` for a component that is no dataset name or path."""
+    if (name in BUNDLED_NAMES or name in LARGE_NAMES or name.startswith(BUILTIN_PREFIX)
+            or os.path.exists(os.path.expanduser(name))):
+        return
+    raise ValueError(f"{source}: unknown dataset {name!r}: not a bundled or large dataset "
+                     f"({', '.join(BUNDLED_NAMES + LARGE_NAMES)}), builtin:NAME, or an "
+                     "existing file or directory")
+
+
+def _index_size(ds: Dataset) -> int:
+    """The length of the graph list a loaded dataset's ``index`` points into (highest
+    index + 1)."""
+    return max((max(v) + 1 for v in ds.index.values() if v), default=0)
+
+
+def _load_mix(source: str, seed: int, allow_pickle: bool) -> Dataset:
+    """Load each component of a ``mix:`` source, label its graphs with its name and
+    concatenate the splits (see :class:`Dataset` for the ``index``)."""
+    names = mix_names(source)
+    for name in names:
+        _check_component(name, source)
+    parts = {"train": [], "test": [], "val": []}
+    index = {"train": [], "test": [], "val": []}
+    offset = 0
+    for name in names:
+        try:
+            ds = load_dataset(name, seed=seed, allow_pickle=allow_pickle)
+        except GraphFormatError as e:
+            raise GraphFormatError(f"{source}: {e}") from e
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from e
+        for key in parts:
+            for g in getattr(ds, key):
+                g.graph["label"] = name
+            parts[key] += getattr(ds, key)
+            index[key] += [offset + i for i in ds.index[key]]
+        offset += _index_size(ds)
+    return Dataset(name=source, source=source, index=index, **parts)
+
+
+# ----------------------------------------------------------------------------
 # the entry point
 
 
@@ -218,13 +298,14 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
     Args:
       source: a bundled dataset name (:data:`BUNDLED_NAMES`, e.g. ``"planar_60"``),
         a path (JSON file, GraphML file, edge-list file, directory of edge-list
-        or GraphML files, pickle) or ``"builtin:NAME"``.
+        or GraphML files, pickle), ``"builtin:NAME"`` or ``"mix:NAME1,NAME2,..."``
+        (each NAME one of the others; its graphs labelled NAME).
       seed: seeds builtin generators and the SPECTRE-style random split; files
         ignore it.
       allow_pickle: allow ``.pkl``/``.pickle`` files (they can run code).
       num_graphs: number of graphs a builtin generator makes (default: the
-        dataset's size). Files always load whole; passing it with a path is a
-        ValueError (slice the returned lists instead).
+        dataset's size). Files always load whole; passing it with a path or a
+        ``mix:`` source is a ValueError (slice the returned lists instead).
 
     Returns: a :class:`Dataset`.
 
@@ -232,7 +313,8 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
       GraphFormatError: missing path, unknown format, malformed content, no
         graphs, empty training split.
       ValueError: unknown builtin name (the message lists the valid ones);
-        ``num_graphs`` with a path or below 1.
+        ``num_graphs`` with a path or below 1; a ``mix:`` source with no names, an
+        unknown name or a name given twice (the message names the source).
     """
     source = os.fspath(source)
     if source.startswith(BUILTIN_PREFIX):
@@ -240,6 +322,8 @@ def load_dataset(source: str | os.PathLike, *, seed: int = 0, allow_pickle: bool
     if num_graphs is not None:
         raise ValueError(f"{source}: num_graphs applies only to builtin:NAME sources; "
                          "a file always loads whole")
+    if source.startswith(MIX_PREFIX):
+        return _load_mix(source, seed, allow_pickle)
     if source in LARGE_NAMES:
         f = read_named_graph_list(source)
         return _make_dataset(f.name, f.graphs, f.split, source, f.path)

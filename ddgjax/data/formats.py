@@ -9,11 +9,19 @@ line, and the field or problem.
 JSON graph-list format (the format of the bundled datasets and of sampled graphs)::
 
     {"name": str, "split": {"train": [...], "test": [...], ...},
-     "graphs": [{"n": int, "edges": [[i, j], ...]}, ...]}
+     "graphs": [{"n": int, "edges": [[i, j], ...],
+                 "label": str | int,                        # optional
+                 "properties": {"NAME": number, ...}}, ...]} # optional
 
 with nodes ``0..n-1`` and each edge listed once; a bare list of graph records
 is read too. Non-list ``split`` entries (such as a ``rule`` description string)
-are ignored.
+are ignored. The optional graph-level fields: ``label``, the graph's class (a
+non-empty string or an integer, not a boolean), and ``properties``, named
+numeric graph-level properties (an object of non-empty names to finite
+numbers, not booleans; an empty object counts as absent). They are read into
+``g.graph["label"]`` and ``g.graph["properties"]`` (a plain dict), checked by
+:func:`ddgjax.graphs.check_graph_labels`, and written back by
+:func:`graph_to_record`, so files round-trip.
 
 Edge-list files (``*.txt``, ``*.edgelist``, ``*.edges``): one ``i j`` pair of
 integer node ids per line, ``#`` comments. GraphML files (``*.graphml``): one
@@ -35,7 +43,7 @@ from typing import Any, NamedTuple, Sequence
 
 import networkx as nx
 
-from ddgjax.graphs import GraphFormatError, _where, clean_graph
+from ddgjax.graphs import GraphFormatError, _where, check_graph_labels, clean_graph
 
 EDGE_LIST_SUFFIXES = (".txt", ".edgelist", ".edges")
 GRAPHML_SUFFIXES = (".graphml",)
@@ -64,7 +72,9 @@ class GraphListFile(NamedTuple):
 
 
 def _graph_from_record(rec: Any, path: str, index: int) -> nx.Graph:
-    """One ``{"n": int, "edges": [[i, j], ...]}`` record -> graph with nodes ``0..n-1``."""
+    """One ``{"n": int, "edges": [[i, j], ...]}`` record (optional ``label`` and
+    ``properties``) -> graph with nodes ``0..n-1``, its label and properties in
+    ``g.graph`` where the record has them."""
     where = _where(path, index)
     if not isinstance(rec, dict):
         raise GraphFormatError(f"{where}expected an object with fields 'n' and 'edges', "
@@ -77,8 +87,13 @@ def _graph_from_record(rec: Any, path: str, index: int) -> nx.Graph:
     edges = rec.get("edges", [])
     if not isinstance(edges, list):
         raise GraphFormatError(f"{where}field 'edges' must be a list of [i, j] pairs")
+    label, properties = check_graph_labels(rec.get("label"), rec.get("properties"), where)
     g = nx.Graph()
     g.add_nodes_from(range(n))
+    if label is not None:
+        g.graph["label"] = label
+    if properties is not None:
+        g.graph["properties"] = properties
     loops = 0
     for k, e in enumerate(edges):
         if (not isinstance(e, (list, tuple)) or len(e) != 2
@@ -165,10 +180,15 @@ def select_split(f: GraphListFile, split: str | None) -> list:
 
 
 def graph_to_record(g: nx.Graph) -> dict:
-    """networkx graph -> ``{"n": n, "edges": [[i, j], ...]}`` with i<j, sorted."""
+    """networkx graph -> ``{"n": n, "edges": [[i, j], ...]}`` with i<j, sorted, plus
+    ``"label"`` and ``"properties"`` where the graph carries them (``g.graph``)."""
     g = clean_graph(g)
     edges = sorted((min(u, v), max(u, v)) for u, v in g.edges())
-    return {"n": g.number_of_nodes(), "edges": [[int(u), int(v)] for u, v in edges]}
+    rec = {"n": g.number_of_nodes(), "edges": [[int(u), int(v)] for u, v in edges]}
+    for key in ("label", "properties"):
+        if key in g.graph:
+            rec[key] = g.graph[key]
+    return rec
 
 
 def write_graph_list(path: str | os.PathLike, graphs: Sequence[nx.Graph], name: str = "",

@@ -14,6 +14,12 @@ name           graphs
 ``sbm_l``      k ~ U{2..5} blocks of U{20..40} nodes, p_in 0.3, p_out 0.005 (40-187 nodes)
 ``lobster_l``  ``networkx.random_lobster(80, 0.7, 0.7)``, redrawn until 10 <= n <= 100
 =============  ==========================================================================
+
+Graph-level properties (``g.graph["properties"]``, see :mod:`ddgjax.data.formats`): SBM-L
+graphs carry ``{"communities": k}``, the number of blocks drawn. Caches written before
+graphs carried properties stay valid: :func:`read_cached` recovers each graph's properties
+by replaying its split's draws (:func:`split_properties`, :data:`LARGE_REPLAYS`) without
+building the graphs.
 """
 from __future__ import annotations
 
@@ -69,20 +75,53 @@ def planar_l_graph(rng: np.random.Generator, num_nodes: int = 64) -> nx.Graph:
     return g
 
 
+def _sbm_l_block_sizes(rng: np.random.Generator, blocks: tuple, block_size: tuple) -> np.ndarray:
+    """The first draws of one SBM-L graph: k (inclusive range ``blocks``), then k sizes
+    (inclusive range ``block_size``) -> ``int64[k]``."""
+    k = rng.integers(blocks[0], blocks[1] + 1)
+    return rng.integers(block_size[0], block_size[1] + 1, size=k)
+
+
 def sbm_l_graph(rng: np.random.Generator, p_in: float = 0.3, p_out: float = 0.005,
                 blocks: tuple = (2, 5), block_size: tuple = (20, 40)) -> nx.Graph:
     """k blocks (inclusive range), their sizes (inclusive range), then one uniform
     ``[n, n]`` matrix whose strict upper triangle below the pair's probability is the edges;
-    nodes block by block."""
-    k = rng.integers(blocks[0], blocks[1] + 1)
-    sizes = rng.integers(block_size[0], block_size[1] + 1, size=k)
-    labels = np.repeat(np.arange(k), sizes)
+    nodes block by block. Sets ``g.graph["properties"] = {"communities": k}``."""
+    sizes = _sbm_l_block_sizes(rng, blocks, block_size)
+    labels = np.repeat(np.arange(len(sizes)), sizes)
     prob = np.where(labels[:, None] == labels[None, :], p_in, p_out)
     upper = np.triu(rng.random(prob.shape) < prob, 1)
-    g = nx.Graph()
+    g = nx.Graph(properties={"communities": len(sizes)})
     g.add_nodes_from(range(labels.shape[0]))
     g.add_edges_from(zip(*np.nonzero(upper)))
     return g
+
+
+def skip_doubles(rng: np.random.Generator, count: int) -> None:
+    """Advance ``rng`` past ``count`` float64 draws (``rng.random(count)``) in O(1).
+
+    ``Generator.random`` spends one 64-bit output of the bit generator per double; the bit
+    generator's ``advance`` skips those but drops its buffered half of a 64-bit output (left
+    by 32-bit draws such as small-range ``integers``), which ``random`` would have kept, so
+    the buffer is put back.
+    """
+    bits = rng.bit_generator
+    before = bits.state
+    bits.advance(count)
+    after = bits.state
+    if "has_uint32" in before:
+        after["has_uint32"], after["uinteger"] = before["has_uint32"], before["uinteger"]
+    bits.state = after
+
+
+def sbm_l_replay(rng: np.random.Generator, p_in: float = 0.3, p_out: float = 0.005,
+                 blocks: tuple = (2, 5), block_size: tuple = (20, 40)) -> tuple[dict, int]:
+    """Replay one :func:`sbm_l_graph` draw without building it: ``rng`` ends where the
+    generator leaves it. Returns ``({"communities": k}, number of nodes)``."""
+    sizes = _sbm_l_block_sizes(rng, blocks, block_size)
+    n = int(sizes.sum())
+    skip_doubles(rng, n * n)
+    return {"communities": len(sizes)}, n
 
 
 def lobster_l_graph(rng: np.random.Generator, backbone: int = 80, p1: float = 0.7,
@@ -102,14 +141,63 @@ LARGE_SETS: dict[str, tuple[tuple, Callable[[np.random.Generator], nx.Graph]]] =
     "lobster_l": ((80, 0.7, 0.7, 10, 100), lobster_l_graph),
 }
 LARGE_NAMES = tuple(LARGE_SETS)
+# name -> replay of one graph's draws for the sets whose graphs carry properties: consumes
+# exactly what the set's graph function draws; returns (properties, number of nodes)
+LARGE_REPLAYS: dict[str, Callable[[np.random.Generator], tuple[dict, int]]] = {
+    "sbm_l": sbm_l_replay,
+}
+
+
+def _split_rng(name: str, split: str) -> np.random.Generator:
+    params, _ = LARGE_SETS[name]
+    return split_rng((SPLIT_SIZES[split], *params, SEED, split))
 
 
 def generate_split(name: str, split: str, num_graphs: int | None = None) -> list[nx.Graph]:
     """The first ``num_graphs`` graphs (default: all) of ``split`` of large set ``name``."""
-    params, graph = LARGE_SETS[name]
-    size = SPLIT_SIZES[split]
-    rng = split_rng((size, *params, SEED, split))
-    return [graph(rng) for _ in range(size if num_graphs is None else num_graphs)]
+    _, graph = LARGE_SETS[name]
+    rng = _split_rng(name, split)
+    return [graph(rng) for _ in range(SPLIT_SIZES[split] if num_graphs is None else num_graphs)]
+
+
+def replay_split(name: str, split: str,
+                 num_graphs: int | None = None) -> list[tuple[dict, int]] | None:
+    """``(properties, number of nodes)`` of the first ``num_graphs`` graphs (default: all) of
+    ``split`` of large set ``name``, as :func:`generate_split` would draw them, by replaying
+    the draws without building graphs (a fraction of a second for a whole split); None for a
+    set whose graphs carry no properties."""
+    replay = LARGE_REPLAYS.get(name)
+    if replay is None:
+        return None
+    rng = _split_rng(name, split)
+    return [replay(rng) for _ in range(SPLIT_SIZES[split] if num_graphs is None else num_graphs)]
+
+
+def split_properties(name: str, split: str, num_graphs: int | None = None) -> list[dict] | None:
+    """The property dicts of the first ``num_graphs`` graphs (default: all) of ``split``
+    (e.g. ``[{"communities": 3}, ...]`` for ``sbm_l``); None for a set without properties."""
+    replayed = replay_split(name, split, num_graphs)
+    return None if replayed is None else [props for props, _ in replayed]
+
+
+def attach_properties(name: str, f: GraphListFile) -> GraphListFile:
+    """Set the ``g.graph["properties"]`` of each graph of large set ``name``'s graph list
+    ``f`` (cache file order; ``f.split`` names each split's graphs) to its replayed
+    properties, merged under any the file carries (in place; returns ``f``; a set without
+    properties is left alone). Raises GraphFormatError where a graph's node count differs
+    from the replayed one (a cache of other graphs)."""
+    if name not in LARGE_REPLAYS:
+        return f
+    for split, indices in f.split.items():
+        if split not in SPLIT_SIZES:
+            continue
+        for i, (props, n) in zip(indices, replay_split(name, split, len(indices))):
+            g = f.graphs[i]
+            if g.number_of_nodes() != n:
+                raise GraphFormatError(f"{f.path}: graph {i}: has {g.number_of_nodes()} nodes, "
+                                       f"but {name}'s {split} draws give {n}")
+            g.graph["properties"] = {**props, **g.graph.get("properties", {})}
+    return f
 
 
 def cache_dir() -> str:
@@ -121,11 +209,13 @@ def cache_dir() -> str:
 def read_cached(name: str) -> GraphListFile:
     """The graph list of large set ``name`` (train, val, test in that order, with their
     ``split``) from its cache file, generated and written on first use (seconds to a few
-    minutes) or when the file cannot be read."""
+    minutes) or when the file cannot be read or holds other graphs. Graphs of sets with
+    properties carry them (``g.graph["properties"]``), replayed for caches written without
+    them (:func:`attach_properties`)."""
     path = os.path.join(cache_dir(), f"{name}.json.gz")
     if os.path.exists(path):
         try:
-            return read_graph_list(path)
+            return attach_properties(name, read_graph_list(path))
         except GraphFormatError:  # a damaged cache (e.g. a killed write) is made again
             os.remove(path)
     graphs, split = [], {}

@@ -75,8 +75,11 @@ def build_model(name: str, num_timesteps: int, **kwargs) -> nn.Module:
 COMPUTE_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 
-def model_from_config(config, kernel_settings: KernelSettings | None = None) -> nn.Module:
-    """The denoiser of ``config.model`` for ``config.diffusion.num_timesteps`` levels.
+def model_from_config(config, kernel_settings: KernelSettings | None = None,
+                      cond_dim: int = 0) -> nn.Module:
+    """The denoiser of ``config.model`` for ``config.diffusion.num_timesteps`` levels,
+    conditioned on vectors of width ``cond_dim`` (``ddgjax.conditioning``; the run's data
+    record holds it, ``conditioning.record_dim``; 0: unconditional).
 
     ``config.model[config.model.name]`` holds the model's fields (``model_fields``); for the
     PPGN ``kernels`` picks XLA or the Pallas kernels, whose ``kernel_settings`` (default:
@@ -97,6 +100,8 @@ def model_from_config(config, kernel_settings: KernelSettings | None = None) -> 
         if name != "ppgn":
             raise ValueError(f"kernel settings are the PPGN's, not {name!r}'s")
         kwargs["kernel_settings"] = kernel_settings
+    if cond_dim:
+        kwargs["cond_dim"] = int(cond_dim)
     return build_model(name, config.diffusion.num_timesteps, compute_dtype=dtype, **kwargs)
 
 

@@ -85,6 +85,24 @@ def symmetrize_and_mask(logits: jax.Array, node_mask: jax.Array) -> jax.Array:
     return jnp.where(edge_mask(node_mask), logits, 0.0)
 
 
+def check_condition(cond, batch_size: int, cond_dim: int):
+    """The conditioning input of a denoiser: ``float32[B, cond_dim]``, or None for an
+    unconditional model (``cond_dim = 0``). ``cond=None`` on a conditional model is the
+    null condition (zeros: what label dropout trains; ``ddgjax.conditioning``). Raises
+    ValueError for a condition given to an unconditional model or of the wrong shape."""
+    if cond_dim == 0:
+        if cond is not None:
+            raise ValueError("this denoiser is unconditional (cond_dim = 0) and takes no cond")
+        return None
+    if cond is None:
+        return jnp.zeros((batch_size, cond_dim), jnp.float32)
+    cond = jnp.asarray(cond, jnp.float32)
+    if cond.shape != (batch_size, cond_dim):
+        raise ValueError(f"cond must be [B, cond_dim] = {(batch_size, cond_dim)}, got shape "
+                         f"{cond.shape}")
+    return cond
+
+
 def check_inputs(adj, node_mask, t_index, noise_level):
     """Shape-check and normalise the common denoiser inputs.
 

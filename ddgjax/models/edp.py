@@ -6,6 +6,7 @@ features; ``n`` is a graph's real node count. The network (docs/method.md, "Deno
 
     E^0 = mask([A_t, 1 - A_t])                    # C = 2, real off-diagonal pairs only
     x^0 = deg(A_t) / (n - 1)                      # F = 1, degree as a fraction of n - 1
+          (+ Dense_hidden(c) on every node, concatenated, for a condition c [cond_dim])
     EDP layer l = 1..num_layers:
         GIN stack, s = 1..gin_steps:              # multi-channel GIN
             agg_i = concat_c  sum_j E^{l-1}[i, j, c] * x_j / (n - 1)        # C * F
@@ -43,7 +44,7 @@ import flax.linen as nn
 import jax.numpy as jnp
 
 from ddgjax.graphs import edge_mask
-from ddgjax.models.common import check_inputs, node_counts, symmetrize_and_mask
+from ddgjax.models.common import check_condition, check_inputs, node_counts, symmetrize_and_mask
 
 
 class LevelCondition(nn.Module):
@@ -103,8 +104,10 @@ class EDPGNN(nn.Module):
       channels: edge channels produced by each EDP layer (paper: at most 4).
       hidden: node feature size and MLP width (paper: at most 16).
       compute_dtype: dtype of Dense layers and aggregation; params and logits float32.
+      cond_dim: width of the conditioning vector (0: unconditional); its projection is
+        concatenated to every real node's initial features.
 
-    Call args: as ``PPGN``; ``t_index`` (``int32[B]`` in ``0..num_levels-1``) selects
+    Call args: as ``PPGN`` (``cond`` too); ``t_index`` (``int32[B]`` in ``0..num_levels-1``) selects
     the conditioning, ``noise_level`` is unused.
 
     Returns:
@@ -117,10 +120,12 @@ class EDPGNN(nn.Module):
     channels: int = 4
     hidden: int = 16
     compute_dtype: Any = jnp.float32
+    cond_dim: int = 0
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, noise_level):
+    def __call__(self, adj, node_mask, t_index, noise_level, cond=None):
         adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
+        cond = check_condition(cond, adj.shape[0], self.cond_dim)
         del noise_level
         cdt = self.compute_dtype
         bsz, n_max = adj.shape[:2]
@@ -130,6 +135,10 @@ class EDPGNN(nn.Module):
 
         e = jnp.stack([adj, 1.0 - adj], axis=-1) * pair                 # [B,N,N,2]
         x = (adj * pair[..., 0]).sum(-1, keepdims=True) * inv_nm1[:, None, None]
+        if cond is not None:
+            c = nn.Dense(self.hidden, param_dtype=jnp.float32, name="cond")(cond)   # [B, F]
+            x = jnp.concatenate([x, jnp.broadcast_to(c[:, None, :], (bsz, n_max, self.hidden))
+                                 * nodes], axis=-1)
         all_e = [e]
         for l in range(self.num_layers):
             e_c = e.astype(cdt)

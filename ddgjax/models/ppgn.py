@@ -4,7 +4,7 @@
 The network works on per-pair features (docs/method.md, "Denoisers"):
 
     X_0   = mask([A_t, s_t * I])       # C = 2; s_t the noise level (+1 log-level channel)
-    Y     = Dense_h(X_0)
+    Y     = Dense_h(X_0)  (+ mask(Dense_h(c)) on every pair, for a condition c [cond_dim])
     block k = 1..d:
         P = mask(m1(Y)) @ m2(Y) / sqrt(n)                          # per channel, over nodes
         Y = mask(InstanceNorm(Dense_h(concat[Y, P])))              # Y = X_k
@@ -43,7 +43,8 @@ import numpy as np
 
 from ddgjax.kernels import KernelSettings
 from ddgjax.kernels import ppgn as ppgn_kernels
-from ddgjax.models.common import (channel_matmul, check_inputs, masked_instance_norm,
+from ddgjax.models.common import (channel_matmul, check_condition, check_inputs,
+                                  masked_instance_norm,
                                   node_counts, noise_channels, square_mask, symmetrize_and_mask)
 
 KERNELS = ("xla", "pallas")
@@ -193,6 +194,10 @@ class PPGN(nn.Module):
       pad_multiple: ``m > 1`` pads the node axis inside the call to a multiple of ``m``
         (zero adjacency, masked nodes) and crops the logits back: the same function (the
         model is invariant to padding), on a node count the GPU's kernels tile well.
+      cond_dim: width of the conditioning vector (``ddgjax.conditioning``; 0: an
+        unconditional model, no ``cond`` parameters). A linear projection of it (a learned
+        embedding of a one-hot class, a projection of properties) is added to every
+        real pair's embedded features.
 
     Call args:
       adj: ``[B, N, N]`` noisy 0/1 adjacency ``A_t`` (symmetric, zero diagonal and padding).
@@ -200,6 +205,8 @@ class PPGN(nn.Module):
       t_index: ``int32[B]``, unused (the PPGN reads ``noise_level``); all denoisers share
         one signature.
       noise_level: ``float32[B]``, placed on the diagonal of the input's level channel(s).
+      cond: ``float32[B, cond_dim]`` or None (zeros, the null condition); only for
+        ``cond_dim > 0``.
 
     Returns:
       ``float32[B, N, N]`` logits of ``p(A_0[i,j] = 1 | A_t)``: symmetric, zero on the
@@ -214,10 +221,12 @@ class PPGN(nn.Module):
     kernel_settings: KernelSettings = KernelSettings()
     remat: bool = False
     pad_multiple: int = 1
+    cond_dim: int = 0
 
     @nn.compact
-    def __call__(self, adj, node_mask, t_index, noise_level):
+    def __call__(self, adj, node_mask, t_index, noise_level, cond=None):
         adj, node_mask, t_index, noise_level = check_inputs(adj, node_mask, t_index, noise_level)
+        cond = check_condition(cond, adj.shape[0], self.cond_dim)
         del t_index
         if self.kernels not in KERNELS:
             raise ValueError(f"config.model.ppgn.kernels: expected one of {KERNELS}, got "
@@ -237,12 +246,16 @@ class PPGN(nn.Module):
         # The kernels pay off in bfloat16; in float32 Triton's dots ran slower than XLA's.
         use_kernels = self.kernels == "pallas" and jnp.dtype(cdt) == jnp.bfloat16
         embed = Dense(h, name="embed")(x0.shape[-1])
-        folded = (use_kernels and not self.remat
+        folded = (use_kernels and not self.remat and cond is None
                   and ppgn_kernels.folds_embedding(x0.shape, h, settings))
         if folded:              # the first block's kernels read x0 (16 channels), not x
             x, embed = ppgn_kernels.fold_input(x0, embed)
         else:
             x = linear(embed, (x0,), cdt)
+        if cond is not None:    # the condition's projection on every real pair
+            c = linear(Dense(h, name="cond")(self.cond_dim), (cond,), cdt, specs=("bc",),
+                       out="bd")
+            x = x + c[:, None, None, :] * sq[..., None].astype(cdt)
         block = nn.remat(PPGNBlock) if self.remat else PPGNBlock
         outs = [x0]
         for k in range(self.num_blocks):

@@ -76,11 +76,10 @@ def chunk_calls(setup, seeds: list[int], first_epoch: int, end_epoch: int, stack
 
 
 def call_args(call: Call, data, mesh) -> tuple:
-    """The device arguments of ``call`` after the state: ``data``'s adjacency and mask
-    (``data``: the ``GraphBatch`` of ``call.data``, replicated), the indices sharded over
-    the batch axis and, with size buckets, the replicated weights."""
-    args = (data.adj, data.node_mask,
-            put_global(call.idx, batch_sharded(mesh, call.idx.ndim - 1)))
+    """The device arguments of ``call`` after the state: ``data`` (the ``GraphBatch`` of
+    ``call.data``, replicated), the indices sharded over the batch axis and, with size
+    buckets, the replicated weights."""
+    args = (data, put_global(call.idx, batch_sharded(mesh, call.idx.ndim - 1)))
     return args if call.weight is None else args + (replicate(call.weight, mesh),)
 
 
@@ -106,8 +105,8 @@ def first_chunk_specs(setup, state_spec, seeds: list[int], stacked: bool, end_ep
         if key in programs:
             continue
         d = datas[c.data]
-        args = (state, _spec(d.adj.shape, d.adj.dtype, rep),
-                _spec(d.node_mask.shape, d.node_mask.dtype, rep),
+        data = jax.tree_util.tree_map(lambda a: _spec(a.shape, a.dtype, rep), d)
+        args = (state, data,
                 _spec(c.idx.shape, c.idx.dtype, batch_sharded(mesh, c.idx.ndim - 1)))
         if c.weight is not None:
             args += (_spec(c.weight.shape, c.weight.dtype, rep),)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from ddgjax import buckets, checkpoints, input_pipeline
+from ddgjax import buckets, checkpoints, conditioning, input_pipeline
 from ddgjax.configuration import validate_config
 from ddgjax.data import node_count_distribution
 from ddgjax.models import model_from_config
@@ -105,13 +105,23 @@ class Setup:
     def __init__(self, config, devices, workdir: str):
         validate_config(config)
         check_validation_config(config)
-        self.model = model_from_config(config)
+        model_from_config(config)          # the model's fields checked before the data load
         ensure_writable_dir(workdir)
         self.ds, self.data, self.max_nodes = input_pipeline.load_training_data(config)
-        # recorded in config.json
-        self.config = fit_to_data(config, self.data.adj, self.data.node_mask)
+        # recorded in config.json: the data's prior density and condition width
+        config = fit_to_data(config, self.data.adj, self.data.node_mask)
+        self.conditions = input_pipeline.training_conditions(config, self.ds)
+        cond_dim = 0
+        if self.conditions is not None:
+            cond_dim = self.conditions.dim
+            self.data = self.data._replace(
+                cond=conditioning.encode_graphs(self.conditions, self.ds.train))
+        self.config = config
+        self.model = model_from_config(config, cond_dim=cond_dim)
         self.process = process_from_config(self.config)
         self.dataset = input_pipeline.dataset_record(config.data.source, self.ds, self.max_nodes)
+        if self.conditions is not None:
+            self.dataset["conditions"] = self.conditions.to_dict()
         self.num_graphs = self.data.adj.shape[0]
         self.mesh = make_mesh(devices)
         self.n_dev = self.mesh.devices.size
@@ -153,7 +163,8 @@ class Setup:
         ema = self.config.train.ema_decay
         if not stacked:
             return make_train_chunk(self.model, self.tx, self.process, self.mesh, base_key,
-                                    ema, weighted=self.buckets is not None)
+                                    ema, weighted=self.buckets is not None,
+                                    cond_dropout=self.config.condition.dropout)
         if self.buckets is not None:
             # each seed interleaves its buckets in its own order: the runs' steps differ in
             # shape step by step, so they cannot share one program
@@ -162,7 +173,7 @@ class Setup:
                 "train without size buckets; train each seed on its own (train), or set "
                 "config.data.buckets=''")
         return make_train_chunk_seeds(self.model, self.tx, self.process, self.mesh, base_key,
-                                      ema)
+                                      ema, cond_dropout=self.config.condition.dropout)
 
     def config_for_seed(self, seed: int) -> ml_collections.ConfigDict:
         """The (data-fitted) config with ``train.seed = seed``: what a run of that seed records."""

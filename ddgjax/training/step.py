@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
+from ddgjax.conditioning import drop_conditions
 from ddgjax.flat_state import FlatLayout
 from ddgjax.models import init_params
 from ddgjax.parallel import AXIS
@@ -76,24 +77,32 @@ def ema_update(ema_params, params, decay: float):
 
 
 def _train_step(model, tx, process: NoiseProcess, ema_decay: float,
-                layout: FlatLayout | None) -> Callable:
-    """``one_step(state, idx, data_adj, data_mask, base_key, weight=None) -> (state, loss)``:
-    one optimizer step on this device's slice ``idx`` (``int32[B_local]``) of a batch, for
-    use inside ``shard_map`` over ``AXIS`` (gradients and loss are summed over the axis).
+                layout: FlatLayout | None, cond_dropout: float = 0.0) -> Callable:
+    """``one_step(state, idx, data, base_key, weight=None) -> (state, loss)``:
+    one optimizer step on this device's slice ``idx`` (``int32[B_local]``) of a batch of
+    ``data`` (a ``GraphBatch``: ``adj``, ``node_mask`` and, for a conditional model,
+    ``cond``, whose rows training replaces by the null condition with probability
+    ``cond_dropout``), for use inside ``shard_map`` over ``AXIS`` (gradients and loss are
+    summed over the axis).
     ``weight`` (a scalar, size buckets) multiplies the gradient; the returned loss is the
     batch's unweighted per-pair mean. With a ``layout``, ``state`` is flat
     (``FlatLayout.flatten``) and so are the gradients and the optimizer's work; without
     one (a state that cannot be laid flat), leaf by leaf."""
 
-    def one_step(state, idx, data_adj, data_mask, base_key, weight=None):
+    def one_step(state, idx, data, base_key, weight=None):
         local_b = idx.shape[0]
         first = jax.lax.axis_index(AXIS) * local_b
-        adj0, mask = data_adj[idx], data_mask[idx]
+        adj0, mask = data.adj[idx], data.node_mask[idx]
         keys = graph_keys(jax.random.fold_in(base_key, state.step), first, local_b)
+        cond = None if data.cond is None else drop_conditions(data.cond[idx], keys,
+                                                               cond_dropout)
 
         def summed(params):
             tree = params if layout is None else layout.params(params)
-            denoise = lambda a, m, t, s: model.apply(tree, a, m, t, s)
+            if cond is None:
+                denoise = lambda a, m, t, s: model.apply(tree, a, m, t, s)
+            else:
+                denoise = lambda a, m, t, s: model.apply(tree, a, m, t, s, cond)
             out = process.loss(denoise, keys, adj0, mask)
             return out.per_graph.sum(), out.num_pairs.sum()
 
@@ -117,7 +126,7 @@ def _sharded(per_device, mesh: Mesh, batch_spec, extra_specs=()) -> Callable:
     # the axis ourselves. (With check_vma=True, JAX would already insert that
     # psum in the transpose, and ours would count it n_dev times.)
     return jax.jit(jax.shard_map(per_device, mesh=mesh,
-                                 in_specs=(P(), P(), P(), batch_spec, *extra_specs),
+                                 in_specs=(P(), P(), batch_spec, *extra_specs),
                                  out_specs=(P(), P()), check_vma=False))
 
 
@@ -137,9 +146,10 @@ def _scan_steps(make_step: Callable, state, xs, stacked: bool = False):
 
 
 def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax.Array,
-                     ema_decay: float = 0.0, weighted: bool = False) -> Callable:
-    """Build ``chunk(state, data_adj, data_mask, batch_idx[, step_weight]) -> (state,
-    losses)``, jitted: ``S`` optimizer steps in one ``lax.scan``.
+                     ema_decay: float = 0.0, weighted: bool = False,
+                     cond_dropout: float = 0.0) -> Callable:
+    """Build ``chunk(state, data, batch_idx[, step_weight]) -> (state, losses)``, jitted:
+    ``S`` optimizer steps in one ``lax.scan``.
 
     The loss is ``process.loss`` with ``model.apply`` as the denoiser. The compiled
     program has no host callback (the training loop shows progress between calls). The
@@ -149,9 +159,9 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
 
     Args of the returned function:
       state: replicated TrainState.
-      data_adj: ``[G, N, N]`` the whole padded training set (replicated);
-      data_mask: ``[G, N]`` (replicated). Index ``G - 1`` must be an empty graph
-        (all-False mask), used to pad incomplete batches.
+      data: the whole padded training set (replicated), a ``GraphBatch`` of ``adj
+        [G, N, N]``, ``node_mask [G, N]`` and ``cond [G, D]`` or None. Index ``G - 1``
+        must be an empty graph (all-False mask), used to pad incomplete batches.
       batch_idx: ``int32[S, B]`` graph indices of S consecutive steps, sharded
         over the batch axis (B divisible by the number of devices).
       step_weight: only with ``weighted=True`` (size buckets): ``float32[S]``, each
@@ -160,28 +170,28 @@ def make_train_chunk(model, tx, process: NoiseProcess, mesh: Mesh, base_key: jax
     unweighted). The function compiles once per shape of ``data_adj`` and ``batch_idx``
     (with size buckets: once per bucket).
     """
-    step_for = lambda layout: _train_step(model, tx, process, ema_decay, layout)
+    step_for = lambda layout: _train_step(model, tx, process, ema_decay, layout, cond_dropout)
 
     if weighted:
-        def per_device(state, data_adj, data_mask, batch_idx, step_weight):
+        def per_device(state, data, batch_idx, step_weight):
             def make_step(layout):
                 one_step = step_for(layout)
-                return lambda st, x: one_step(st, x[0], data_adj, data_mask, base_key, x[1])
+                return lambda st, x: one_step(st, x[0], data, base_key, x[1])
             return _scan_steps(make_step, state, (batch_idx, step_weight))
 
         return _sharded(per_device, mesh, P(None, AXIS), (P(),))
 
-    def per_device(state, data_adj, data_mask, batch_idx):
+    def per_device(state, data, batch_idx):
         def make_step(layout):
             one_step = step_for(layout)
-            return lambda st, idx: one_step(st, idx, data_adj, data_mask, base_key)
+            return lambda st, idx: one_step(st, idx, data, base_key)
         return _scan_steps(make_step, state, batch_idx)
 
     return _sharded(per_device, mesh, P(None, AXIS))
 
 
 def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_keys: jax.Array,
-                           ema_decay: float = 0.0) -> Callable:
+                           ema_decay: float = 0.0, cond_dropout: float = 0.0) -> Callable:
     """``make_train_chunk`` for several independent runs (seeds) in one program.
 
     Every leaf of the state carries a leading seed axis ``[R, ...]`` and run ``r`` uses
@@ -190,16 +200,16 @@ def make_train_chunk_seeds(model, tx, process: NoiseProcess, mesh: Mesh, base_ke
     them, which keeps small models from being bound by kernel launches.
 
     Args of the returned function: ``states`` (replicated, leaves ``[R, ...]``),
-    ``data_adj``, ``data_mask`` as for ``make_train_chunk``, and ``batch_idx``
+    ``data`` as for ``make_train_chunk``, and ``batch_idx``
     ``int32[S, R, B]`` (sharded over B). Returns the states after S steps and
     ``float32[S, R]`` losses. Run ``r`` equals ``make_train_chunk`` with
     ``base_keys[r]`` on ``states[r]`` and ``batch_idx[:, r]``.
     """
 
-    def per_device(states, data_adj, data_mask, batch_idx):
+    def per_device(states, data, batch_idx):
         def make_step(layout):
-            one_step = _train_step(model, tx, process, ema_decay, layout)
-            step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data_adj, data_mask, key))
+            one_step = _train_step(model, tx, process, ema_decay, layout, cond_dropout)
+            step_all = jax.vmap(lambda st, idx, key: one_step(st, idx, data, key))
             return lambda st, idx: step_all(st, idx, base_keys)
 
         return _scan_steps(make_step, states, batch_idx, stacked=True)
