@@ -47,6 +47,16 @@ MUTANTS = {
         "jnp.full((b,), b_now, jnp.float32))",
         "jnp.zeros((b,), jnp.float32))",
         ["tests/test_shipped_quality.py"]),
+    "alg2_x0_from_negated_logits_community": (
+        "ddgjax/processes/bitflip/sampler.py",
+        "x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(logits), node_mask)",
+        "x0 = symmetric_upper_bernoulli(k1, jax.nn.sigmoid(-logits), node_mask)",
+        ["tests/test_shipped_community.py"]),
+    "levels_in_ascending_order_community": (
+        "ddgjax/processes/bitflip/sampler.py",
+        "jnp.asarray(bb[:-1], jnp.float32), jnp.asarray(bb[1:], jnp.float32))",
+        "jnp.asarray(bb[:-1][::-1], jnp.float32), jnp.asarray(bb[1:][::-1], jnp.float32))",
+        ["tests/test_shipped_community.py"]),
     "simple_weight_one_over_32": (
         "ddgjax/processes/bitflip/losses.py",
         "return 1.0 - 2.0 * beta_bar_t + 1.0 / num_timesteps",
