@@ -41,7 +41,7 @@ def requests(args) -> list[tuple[str, dict]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--workdir", required=True, help="a run's workdir or pretrained:FILE.npz")
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--labels", default="", help="comma-separated class labels")
     ap.add_argument("--property", default="", help="NAME=V1,V2,...: one request per value")
@@ -52,7 +52,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    run = load_run(args.workdir, args.checkpoint)
+    if args.workdir.startswith("pretrained:"):
+        from ddgjax.pretrained import load_pretrained
+        run = load_pretrained(args.workdir)
+    else:
+        run = load_run(args.workdir, args.checkpoint)
     steps = configured_num_steps(run.config, args.num_steps)
     os.makedirs(args.out, exist_ok=True)
     times = []
