@@ -209,19 +209,17 @@ def test_conditional_run_records_its_conditions(conditional_run):
 def test_dropped_label_without_guidance_is_the_unconditional_sampler(conditional_run):
     """No label, w = 0: exactly the sampler of the model called with the null condition
     (what label dropout trains), graph for graph."""
-    from ddgjax.processes.bitflip.sampler import sample_graphs_vmapped
+    from ddgjax.graphs import node_mask_from_counts
     from ddgjax.sampling import graph_keys_at
 
     run = load_run(conditional_run)
     res = generate(run, 6, seed=3, batch_size=6, node_counts=np.full(6, 8))
     null = jnp.zeros((6, 3))
     denoise = lambda a, m, t, s: run.model.apply(run.params, a, m, t, s, null)
-    from ddgjax.graphs import node_mask_from_counts
     mask = node_mask_from_counts(np.full(6, 8), run.max_nodes)
     s = run.process.sampler(run.config.sample.num_steps or None)
     ref = np.asarray(s(denoise, graph_keys_at(3, np.arange(6)), jnp.asarray(mask)))
     np.testing.assert_array_equal(res["adj"], ref.astype(np.uint8))
-    del sample_graphs_vmapped
 
 
 def test_sampling_by_label(conditional_run, tmp_path):
@@ -249,13 +247,12 @@ def test_sampling_by_label(conditional_run, tmp_path):
                             "size", "--out", str(tmp_path / "t"), "--quiet"]) == 1
 
 
-def test_unconditional_run_refuses_labels(tmp_path):
-    from configs import test as test_config
+def test_unconditional_run_refuses_labels():
+    from ddgjax.pretrained import load_pretrained
 
-    cfg = test_config.get_config()
-    cfg.train.num_epochs = 1
-    ddgjax.train(cfg, str(tmp_path / "run"), verbose=False)
-    run = load_run(str(tmp_path / "run"))
+    run = load_pretrained("community_small")
     assert run.conditions is None
     with pytest.raises(SamplingError, match="trained without labels"):
         generate(run, 2, label="a")
+    with pytest.raises(SamplingError, match="trained without labels"):
+        generate(run, 2, guidance=1.0)

@@ -125,7 +125,7 @@ def test_flat_weighted_chunk_equals_leaf_by_leaf(flat_or_leaf):
     def run():
         chunk = training.make_train_chunk(model, tx, process, mesh, jax.random.key(2), 0.0,
                                           weighted=True)
-        return chunk(replicate(state, mesh), dev.adj, dev.node_mask,
+        return chunk(replicate(state, mesh), dev,
                      put_global(idx, batch_sharded(mesh, 1)), replicate(weights, mesh))
 
     _assert_same_training(model, data, *[flat_or_leaf(flat, run) for flat in (True, False)])
@@ -143,7 +143,7 @@ def test_flat_seeds_chunk_equals_leaf_by_leaf(flat_or_leaf):
 
     def run():
         chunk = training.make_train_chunk_seeds(model, tx, process, mesh, keys, 0.9)
-        return chunk(replicate(stacked, mesh), dev.adj, dev.node_mask,
+        return chunk(replicate(stacked, mesh), dev,
                      put_global(idx, batch_sharded(mesh, 2)))
 
     outs = [flat_or_leaf(flat, run) for flat in (True, False)]

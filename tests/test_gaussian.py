@@ -8,7 +8,7 @@ import pytest
 from configs import test as test_config
 from ddgjax import training
 from ddgjax.data import generate_graphs
-from ddgjax.graphs import edge_mask, graphs_to_batch, node_mask_from_counts, pair_mask
+from ddgjax.graphs import GraphBatch, edge_mask, graphs_to_batch, node_mask_from_counts, pair_mask
 from ddgjax.models import init_params, model_from_config
 from ddgjax.parallel import make_mesh
 from ddgjax.processes import GaussianProcess, gaussian, process_from_config
@@ -327,7 +327,7 @@ def test_jitted_steps_lower_the_loss():
     G = data.adj.shape[0]
     adj = np.concatenate([data.adj, np.zeros_like(data.adj[:1])])
     mask = np.concatenate([data.node_mask, np.zeros_like(data.node_mask[:1])])
-    state, losses = chunk(state, adj, mask, np.tile(np.arange(G, dtype=np.int32), (40, 1)))
+    state, losses = chunk(state, GraphBatch(adj, mask), np.tile(np.arange(G, dtype=np.int32), (40, 1)))
     after = float(fixed_loss(state.params))
     assert np.all(np.isfinite(losses)) and int(state.step) == 40
     assert after < 0.8 * before, (before, after)
