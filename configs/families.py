@@ -5,7 +5,10 @@ docs/results.md, "Conditional generation").
 The SPECTRE SBM recipe (PPGN 8x128, size buckets, 64 steps) on SPECTRE Planar-64 and
 SPECTRE SBM together, each graph labelled by its dataset (``mix:``), the label dropped
 with probability 0.1 in training (classifier-free guidance); 1000 epochs of both sets, the
-last checkpoint, no validation.
+last checkpoint, no validation. Measured so far: 600 epochs (3,000 steps, 208 s on an
+H100), which pick the family (sizes, edge counts) but give no valid planar graphs; the
+single-family recipes train 10,000-20,000 steps (docs/results.md, "Conditional
+generation").
 """
 from ddgjax.configs import spectre_sbm
 
