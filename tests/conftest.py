@@ -48,16 +48,3 @@ REPO = TESTS.parent
 for p in (str(REPO), str(TESTS)):
     if p not in sys.path:
         sys.path.insert(0, p)
-
-
-# The longest tests start first, so that on two cores none of them begins near the end
-# and leaves the other workers idle (the shipped-model guard takes about a minute).
-LONG_FIRST = ("tests/test_shipped_quality.py", "tests/test_cli.py::test_train_cli_on_two_hosts",
-              "tests/test_shipped_community.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    def rank(item):
-        return next((k for k, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)),
-                    len(LONG_FIRST))
-    items.sort(key=rank)   # stable: every other test keeps its place

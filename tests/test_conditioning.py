@@ -140,24 +140,23 @@ def test_conditioned_denoisers(name):
                                                                    channels=2, hidden=8)
     model = build_model(name, 8, cond_dim=3, **kw)
     params = init_params(model, jax.random.key(0), 9)
-    apply = jax.jit(model.apply)
     adj, mask = random_batch(1, [6, 9], 9)
     t, s = jnp.array([3, 5]), jnp.array([0.3, 0.6])
     c = jnp.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
-    out = apply(params, adj, mask, t, s, c)
-    other = apply(params, adj, mask, t, s, c[::-1])
+    out = model.apply(params, adj, mask, t, s, c)
+    other = model.apply(params, adj, mask, t, s, c[::-1])
     assert not np.allclose(out, other, atol=1e-4)
-    np.testing.assert_allclose(apply(params, adj, mask, t, s),
-                               apply(params, adj, mask, t, s, jnp.zeros((2, 3))))
+    np.testing.assert_allclose(model.apply(params, adj, mask, t, s),
+                               model.apply(params, adj, mask, t, s, jnp.zeros((2, 3))))
     perm = np.random.default_rng(0).permutation(9)
     p_adj = adj[1][perm][:, perm][None]
-    outp = apply(params, p_adj, mask[1:], t[1:], s[1:], c[1:])
+    outp = model.apply(params, p_adj, mask[1:], t[1:], s[1:], c[1:])
     np.testing.assert_allclose(outp[0], np.asarray(out[1])[perm][:, perm], atol=1e-4)
     padded = np.zeros((1, 12, 12), np.float32)
     padded[0, :6, :6] = adj[0, :6, :6]
     pmask = np.zeros((1, 12), bool)
     pmask[0, :6] = True
-    outpad = apply(params, padded, pmask, t[:1], s[:1], c[:1])
+    outpad = model.apply(params, padded, pmask, t[:1], s[:1], c[:1])
     np.testing.assert_allclose(outpad[0, :6, :6], out[0, :6, :6], atol=1e-4)
 
 
