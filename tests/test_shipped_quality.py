@@ -4,15 +4,16 @@ graphs. Negated logits, a denoiser told beta_bar = 0, or the levels visited upwa
 it (tests/mutation_check.py; docs/results.md lists the sampler bugs it does not see).
 
 Calibration: the shipped file gave 94.5 % valid graphs over 5 x 40 samples on the CPU
-(docs/results.md, "Pretrained models"); at p = 0.945 per graph, 2 or more of 3 fail
-with probability < 1 %. Three graphs took 71 s
-on two loaded CPU cores (the full suite running beside it).
+(docs/results.md, "Pretrained models"); at p = 0.945 per graph, both of 2 fail with
+probability 0.3 %, while each of the three mutants above gives no valid graph. Two
+graphs take about 45 s on two loaded CPU cores (the full suite running beside it); the
+Community-small guard (tests/test_shipped_community.py) checks a second family.
 """
 import ddgjax
 from ddgjax.metrics.validity import is_planar_valid
 
 
 def test_the_shipped_planar_64_model_samples_planar_connected_graphs():
-    graphs = ddgjax.load("pretrained:spectre_planar_64").sample(3, seed=0)
-    assert [g.number_of_nodes() for g in graphs] == [64, 64, 64]
-    assert sum(is_planar_valid(g) for g in graphs) >= 2
+    graphs = ddgjax.load("pretrained:spectre_planar_64").sample(2, seed=0)
+    assert [g.number_of_nodes() for g in graphs] == [64, 64]
+    assert sum(is_planar_valid(g) for g in graphs) >= 1
