@@ -146,10 +146,8 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     check_output_dir(out_dir, "samples", overwrite)
     train, test = evaluation_data(run, reference, needed=protocol != "none")
     label = sampler_options.get("label")
-    if label is not None and test is not None:   # a class is scored against its own graphs
-        train, test = (None if gs is None else
-                       [g for g in gs if str(g.graph.get("label")) == str(label)] or gs
-                       for gs in (train, test))
+    if label is not None:   # a class's samples are scored against that class's graphs
+        train, test = of_class(train, label), of_class(test, label)
     res = generate(run, num_samples, seed=seed, batch_size=batch_size, num_steps=num_steps,
                    progress=progress, **sampler_options)
     graphs = res["graphs"]
@@ -169,6 +167,14 @@ def write_sample_dir(run: Run, out_dir: str, *, num_samples: int, seed: int, bat
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)  # left only if something failed
     return {"info": info, "result": res, "graphs": graphs, "eval": ev}
+
+
+def of_class(graphs, label):
+    """The graphs of class ``label`` (``g.graph["label"]``, matched as text); all of
+    ``graphs`` where none carries it (data without labels), None for None."""
+    if graphs is None:
+        return None
+    return [g for g in graphs if str(g.graph.get("label")) == str(label)] or graphs
 
 
 def evaluation_data(run: Run, reference: str | None, needed: bool) -> tuple:

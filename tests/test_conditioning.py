@@ -256,3 +256,12 @@ def test_unconditional_run_refuses_labels():
         generate(run, 2, label="a")
     with pytest.raises(SamplingError, match="trained without labels"):
         generate(run, 2, guidance=1.0)
+
+
+def test_samples_of_a_class_are_scored_against_that_class():
+    from ddgjax.sample_writer import of_class
+
+    graphs = [_labelled(4, "a"), _labelled(5, "b"), _labelled(6, "a")]
+    assert [g.number_of_nodes() for g in of_class(graphs, "a")] == [4, 6]
+    unlabelled = [_labelled(4), _labelled(5)]
+    assert of_class(unlabelled, "a") == unlabelled and of_class(None, "a") is None
