@@ -25,7 +25,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from ddgjax.data import write_graph_list  # noqa: E402
-from ddgjax.sampling import configured_num_steps, generate, load_run  # noqa: E402
+from ddgjax.sampling import configured_num_steps, generate  # noqa: E402
+from ddgjax.trained import load as load_model  # noqa: E402
 
 
 def requests(args) -> list[tuple[str, dict]]:
@@ -52,11 +53,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    if args.workdir.startswith("pretrained:"):
-        from ddgjax.pretrained import load_pretrained
-        run = load_pretrained(args.workdir)
-    else:
-        run = load_run(args.workdir, args.checkpoint)
+    run = load_model(args.workdir, args.checkpoint).run   # a workdir or pretrained:FILE
     steps = configured_num_steps(run.config, args.num_steps)
     os.makedirs(args.out, exist_ok=True)
     times = []

@@ -34,7 +34,8 @@ from ddgjax.data import load_dataset, write_graph_list  # noqa: E402
 from ddgjax.data.node_counts import node_count_distribution  # noqa: E402
 from ddgjax.metrics import evaluate_generated  # noqa: E402
 from ddgjax.sampling import (configured_checkpoint, configured_num_steps,  # noqa: E402
-                             generate, generate_seeds, load_run)
+                             generate, generate_seeds)
+from ddgjax.trained import load as load_model  # noqa: E402
 
 KEYS = ("degree", "clustering", "orbit", "spectral", "avg", "valid", "unique", "novel", "vun")
 
@@ -85,18 +86,14 @@ def main() -> None:
     validity = None if args.validity == "none" else args.validity
 
     use_ema = None if args.ema is None else args.ema == "true"
-    if args.workdir.startswith("pretrained:"):
-        if args.checkpoint or args.ema:
-            ap.error("--checkpoint and --ema do not apply to a pretrained file")
-        from ddgjax.pretrained import load_pretrained
-        run = load_pretrained(args.workdir, compute_dtype=args.compute_dtype,
-                              kernels=args.kernels)
-        checkpoint, ema = run.checkpoint, True
-    else:
-        run = load_run(args.workdir, args.checkpoint, use_ema=use_ema,
-                       compute_dtype=args.compute_dtype, kernels=args.kernels)
-        checkpoint = configured_checkpoint(run.config, args.checkpoint)
-        ema = bool(run.config.sample.get("use_ema", False)) if use_ema is None else use_ema
+    # a workdir, or pretrained:NAME / FILE (ddgjax.load refuses --checkpoint/--ema for those)
+    run = load_model(args.workdir, args.checkpoint, use_ema, compute_dtype=args.compute_dtype,
+                     kernels=args.kernels).run
+    pretrained = args.workdir.startswith("pretrained:")
+    checkpoint = run.checkpoint if pretrained else configured_checkpoint(run.config,
+                                                                         args.checkpoint)
+    ema = True if pretrained else (bool(run.config.sample.get("use_ema", False))
+                                   if use_ema is None else use_ema)
     cfg = run.config
     ds = load_dataset(args.data or cfg.data.source, allow_pickle=cfg.data.allow_pickle)
     if args.data:

@@ -5,8 +5,9 @@ it (tests/mutation_check.py; docs/results.md lists the sampler bugs it does not 
 
 Calibration: the shipped file gave 94.5 % valid graphs over 5 x 40 samples on the CPU
 (docs/results.md, "Pretrained models"); at p = 0.945 per graph, both of 2 fail with
-probability 0.3 %, while each of the three mutants above gives no valid graph. Two
-graphs take about 45 s on two loaded CPU cores (the full suite running beside it); the
+probability 0.3 %, while each of the three mutants above gives no valid graph. Three
+graphs took 65 s on two loaded CPU cores (the full suite running beside it); two cost
+about two thirds of that (the batch's cost is linear in its graphs; not timed apart). The
 Community-small guard (tests/test_shipped_community.py) checks a second family.
 """
 import ddgjax
