@@ -21,6 +21,9 @@ def get_config():
     # Size buckets: "" (off: every graph padded to max_nodes), "K" (K buckets at quantiles
     # of the training node counts) or sizes "64,96,128,187". docs/method.md, "Size buckets".
     config.data.buckets = ""
+    # Training batches of a bucket hold as many padded pairs as `train.batch_size` graphs at
+    # max_nodes (small graphs: large batches); a positive value caps them at this many graphs.
+    config.data.bucket_max_batch = 0
 
     config.model = ml_collections.ConfigDict()
     config.model.name = "ppgn"                # "ppgn" or "edp"
@@ -75,10 +78,6 @@ def get_config():
     config.sample.num_samples = 1024
     config.sample.seed = 0
 
-    # Model selection by samples (checkpoints/best_val): every `every_epochs` epochs (0: off)
-    # sample `num_samples` graphs with the sample settings and score them against the
-    # validation split; metric "mmd" (average MMD) or "valid" (the share valid under
-    # `validity`, "planar" or "sbm"; ties by MMD).
     # Conditional generation (ddgjax/conditioning.py): condition on each graph's class
     # label and/or named properties; training drops the condition with probability
     # `dropout` (the null condition), so that one model is conditional and unconditional.
@@ -86,6 +85,10 @@ def get_config():
     config.condition.on = ""        # "label", property names, or both: "label,communities"
     config.condition.dropout = 0.1
 
+    # Model selection by samples (checkpoints/best_val): every `every_epochs` epochs (0: off)
+    # sample `num_samples` graphs with the sample settings and score them against the
+    # validation split; metric "mmd" (average MMD) or "valid" (the share valid under
+    # `validity`, "planar" or "sbm"; ties by MMD).
     config.validation = ml_collections.ConfigDict()
     config.validation.every_epochs = 0
     config.validation.num_samples = 64

@@ -18,7 +18,8 @@ def get_config():
     config.data.source = "mix:spectre_planar_64,spectre_sbm"
     config.condition.on = "label"
     config.condition.dropout = 0.1
-    config.train.num_epochs = 1000
+    config.data.bucket_max_batch = 32
+    config.train.num_epochs = 2000
     config.sample.checkpoint = "latest"
     config.sample.logit_scale = 1.0
     config.validation.every_epochs = 0

@@ -150,11 +150,12 @@ class BucketPlan(NamedTuple):
 
 
 def plan_buckets(num_nodes, bounds, batch_size: int, max_nodes: int,
-                 num_devices: int = 1) -> BucketPlan:
+                 num_devices: int = 1, max_batch: int = 0) -> BucketPlan:
     """Assign the training graphs (``num_nodes[G]``) to buckets and size their batches.
 
     Batch rule, per bucket of size ``N_b`` holding ``G_b`` graphs: at most
-    ``cap = bucket_batch_cap(B, max_nodes, N_b)`` graphs a step, so
+    ``cap = bucket_batch_cap(B, max_nodes, N_b)`` graphs a step (and at most
+    ``max_batch`` when it is positive: small graphs then take more, smaller steps), so
     ``steps_b = ceil(G_b / cap)``, and the bucket's graphs are spread evenly over them:
     ``B_b = ceil(G_b / steps_b)``, rounded up to a multiple of ``num_devices``.
     (A bucket at ``max_nodes`` gets at most ``B``; without buckets that is the plain
@@ -175,6 +176,8 @@ def plan_buckets(num_nodes, bounds, batch_size: int, max_nodes: int,
         if not m.size:
             continue
         cap = bucket_batch_cap(batch_size, max_nodes, size)
+        if max_batch > 0:
+            cap = min(cap, max_batch)
         n_steps = math.ceil(m.size / cap)
         bsz = math.ceil(m.size / n_steps)
         bsz = math.ceil(bsz / num_devices) * num_devices

@@ -135,6 +135,7 @@ def validate_config(config) -> None:
         (t.checkpoint_every_epochs >= 1, "train.checkpoint_every_epochs", ">= 1"),
         (config.diffusion.num_timesteps >= 1, "diffusion.num_timesteps", "a positive integer"),
         (config.data.max_nodes >= 0, "data.max_nodes", ">= 0 (0: automatic)"),
+        (config.data.bucket_max_batch >= 0, "data.bucket_max_batch", ">= 0 (0: no cap)"),
     ]
     for ok, field, expected in checks:
         if not ok:

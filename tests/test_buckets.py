@@ -101,6 +101,11 @@ def test_batch_rule_and_loss_weights():
     # one bucket at max_nodes: the plain batch (balanced), weight 1
     one = buckets.plan_buckets(n, (40,), 8, 40)
     assert one.batch_sizes == (8,) and one.steps == (11,) and one.weights == (1.0,)
+    # max_batch caps the small buckets' batches (more steps), the weights still share pairs
+    capped = buckets.plan_buckets(n, (10, 20, 40), 8, 40, max_batch=16)
+    assert capped.batch_sizes == (14, 15, 7) and capped.steps == (3, 2, 2)
+    for m, w, s in zip(capped.members, capped.weights, capped.steps):
+        np.testing.assert_allclose(w * s / capped.steps_per_epoch, pairs[m].sum() / total)
 
 
 def test_an_epoch_visits_every_graph_once():

@@ -135,7 +135,7 @@ class Setup:
         self.buckets = None
         if bounds:
             self.buckets = buckets.plan_buckets(self.data.num_nodes, bounds, B, self.max_nodes,
-                                                self.n_dev)
+                                                self.n_dev, config.data.bucket_max_batch)
             self.steps_per_epoch = self.buckets.steps_per_epoch
         self.tx = make_optimizer(config.train, self.steps_per_epoch)
 
