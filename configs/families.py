@@ -1,7 +1,7 @@
 """families: one model for two graph families, asked for by label (conditional generation,
 docs/results.md, "Conditional generation").
     ddgjax-train --config families --workdir runs/families
-    ddgjax-sample --workdir runs/families --label spectre_sbm --guidance 1
+    ddgjax-sample --workdir runs/families --label spectre_sbm --guidance 0.5
 The SPECTRE SBM recipe (PPGN 8x128, size buckets, 64 steps) on SPECTRE Planar-64 and
 SPECTRE SBM together, each graph labelled by its dataset (``mix:``), the label dropped
 with probability 0.1 in training (classifier-free guidance); at most 32 graphs a step in
