@@ -1,7 +1,7 @@
 """sbm_communities: SBM-L graphs asked for by their number of communities (conditional
 generation on a property; docs/results.md, "Conditional generation").
     ddgjax-train --config sbm_communities --workdir runs/sbm_k
-    ddgjax-sample --workdir runs/sbm_k --property communities=3 --guidance 1
+    ddgjax-sample --workdir runs/sbm_k --property communities=3
 The SBM-L recipe conditioned on each graph's block count k (2-5, recorded by the
 generator), the condition dropped with probability 0.1 in training. Measured (H100, 30
 epochs = 3,300 steps, 64 steps, w = 0): 81 / 78 / 77 / 34 % of the samples have the

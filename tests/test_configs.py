@@ -204,6 +204,16 @@ def test_validate_config_names_the_train_field(field, value):
         validate_config(cfg)
 
 
+def test_validate_config_refuses_a_negative_bucket_batch_cap():
+    from configs import test as test_config
+    from ddgjax.configuration import ConfigError, validate_config
+
+    cfg = test_config.get_config()
+    cfg.data.bucket_max_batch = -1
+    with pytest.raises(ConfigError, match="config.data.bucket_max_batch: expected >= 0"):
+        validate_config(cfg)
+
+
 @pytest.mark.parametrize("value", [0, -32, True])
 def test_validate_config_refuses_a_bad_pad_multiple(value):
     """config.model.ppgn.pad_multiple must be an integer >= 1, and above 1 only for PPGN."""
