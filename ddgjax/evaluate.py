@@ -54,13 +54,16 @@ def evaluate(graphs, reference, protocol: str = "paper", train=None,
 
 
 def parse_graph_spec(spec: str) -> tuple[str, str | None]:
-    """``"PATH[:SPLIT]"`` -> ``(path, split or None)``.
+    """``"PATH[:SPLIT]"`` -> ``(path, split or None)``; ``PATH`` may be a ``mix:A,B`` source.
 
     The text after the last ``:`` is a split name unless the whole string names an
     existing file or that text contains a path separator.
     """
     if os.path.exists(spec):
         return spec, None
+    if spec.startswith("mix:"):  # "mix:A,B[:SPLIT]" (a name may be "builtin:NAME")
+        body, sep, split = spec.rpartition(":")
+        return (body, split) if split in ("train", "val", "test") else (spec, None)
     path, sep, split = spec.rpartition(":")
     if sep and path and split and "/" not in split and os.sep not in split:
         return path, split
@@ -103,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ddgjax-evaluate",
         description="MMDs (and validity, uniqueness, novelty, V.U.N.) of generated graphs.")
     p.add_argument("--reference", required=True, metavar="PATH[:SPLIT]",
-                   help="reference graphs, e.g. planar_60:test (a bundled dataset) or "
-                        "my_graphs.json:test")
+                   help="reference graphs, e.g. planar_60:test (a bundled dataset), "
+                        "my_graphs.json:test or mix:spectre_planar_64,spectre_sbm:test")
     p.add_argument("--generated", metavar="PATH[:SPLIT]",
                    help="generated graphs (JSON graph list); required unless --nll")
     p.add_argument("--protocol", choices=("paper", "spectre", "spectre_emd", "polygraph"),

@@ -115,6 +115,21 @@ def test_mix_labels_each_graph_with_its_dataset_and_concatenates_splits():
     assert dataset_record(mix.source, mix, 200)["path"] is None
 
 
+def test_evaluation_takes_a_mix_reference_and_its_splits():
+    from ddgjax.evaluate import load_graphs, parse_graph_spec
+
+    assert parse_graph_spec("mix:ego_small,builtin:sbm_27") == ("mix:ego_small,builtin:sbm_27",
+                                                                None)
+    assert parse_graph_spec("mix:ego_small,builtin:sbm_27:test") == (
+        "mix:ego_small,builtin:sbm_27", "test")
+    mix = load_dataset("mix:spectre_planar_64,spectre_sbm")
+    for split in ("train", "val", "test"):
+        graphs, f, got = load_graphs(f"mix:spectre_planar_64,spectre_sbm:{split}", "--reference")
+        assert got == split and graphs_digest(graphs) == graphs_digest(getattr(mix, split))
+        assert [g.graph["label"] for g in graphs] == [g.graph["label"] for g in getattr(mix, split)]
+    assert len(load_graphs("mix:spectre_planar_64,spectre_sbm", "--reference")[0]) == 400
+
+
 def test_mix_replaces_labels_and_keeps_properties(tmp_path):
     path = tmp_path / "own.json"
     records = [{"n": 3, "edges": [[0, 1]], "label": "theirs", "properties": {"p": 1.5}}] * 5

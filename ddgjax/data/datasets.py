@@ -71,7 +71,8 @@ import networkx as nx
 import numpy as np
 
 from ddgjax.data import large_sets
-from ddgjax.data.formats import file_splits, paper_split, read_graph_list, read_graphs
+from ddgjax.data.formats import (GraphListFile, file_splits, paper_split, read_graph_list,
+                                 read_graphs)
 from ddgjax.data.generators import builtin_spec, generate_graphs
 from ddgjax.data.large_sets import LARGE_NAMES
 from ddgjax.graphs import GraphFormatError, clean_graph
@@ -124,7 +125,16 @@ def source_path(source: str) -> str:
 
 def read_named_graph_list(source: str):
     """The JSON graph list a name or path stands for (``formats.GraphListFile``): a bundled
-    dataset's file, a large set's cache (generated on first use), else the file itself."""
+    dataset's file, a large set's cache (generated on first use), a ``mix:`` source (its
+    concatenated splits, each graph labelled; ``split`` indexes train, val, test in that
+    order), else the file itself."""
+    if source.startswith(MIX_PREFIX):
+        ds = load_dataset(source)
+        graphs = [*ds.train, *ds.val, *ds.test]
+        a, b = len(ds.train), len(ds.train) + len(ds.val)
+        split = {"train": list(range(a)), "val": list(range(a, b)),
+                 "test": list(range(b, len(graphs)))}
+        return GraphListFile(graphs, split, source, source)
     if source in LARGE_NAMES:
         return large_sets.read_cached(source)
     return read_graph_list(bundled_path(source) if source in BUNDLED_NAMES else source)
