@@ -57,12 +57,15 @@ def parse_graph_spec(spec: str) -> tuple[str, str | None]:
     """``"PATH[:SPLIT]"`` -> ``(path, split or None)``; ``PATH`` may be a ``mix:A,B`` source.
 
     The text after the last ``:`` is a split name unless the whole string names an
-    existing file or that text contains a path separator.
+    existing file or that text contains a path separator; after a ``mix:`` source only
+    ``train``, ``val`` or ``test`` is (a component may itself be ``builtin:NAME``).
     """
+    from ddgjax.data.datasets import MIX_PREFIX
+
     if os.path.exists(spec):
         return spec, None
-    if spec.startswith("mix:"):  # "mix:A,B[:SPLIT]" (a name may be "builtin:NAME")
-        body, sep, split = spec.rpartition(":")
+    if spec.startswith(MIX_PREFIX):
+        body, _, split = spec.rpartition(":")
         return (body, split) if split in ("train", "val", "test") else (spec, None)
     path, sep, split = spec.rpartition(":")
     if sep and path and split and "/" not in split and os.sep not in split:
