@@ -67,8 +67,9 @@ def main() -> None:
                          "in bfloat16 the batch shapes move a few draws (as a batch size does)")
     ap.add_argument("--num_samples", type=int, default=0, help="0: as many as the test split")
     ap.add_argument("--batch_size", type=int, default=0,
-                    help="graphs per sampler call (0: all of a seed at once; 4,096 SBM-L "
-                         "graphs need 88 GB in one call, 1024 fit an 80 GB card)")
+                    help="graphs per sampler call (0: all of a seed at once); with size "
+                         "buckets, the batch at the largest bucket (smaller ones take more): "
+                         "SBM-L fits 256 on an 80 GB card, not 1,024 (88 GB)")
     ap.add_argument("--num_steps", type=int, default=0,
                     help="0: the run's config.sample.num_steps")
     ap.add_argument("--option", action="append", default=[], help="sampler option NAME=VALUE")

@@ -26,4 +26,5 @@ def get_config():
     config.validation.every_epochs = 0
     config.sample.checkpoint = "latest"
     config.sample.num_samples = 4096      # the test split's size
+    config.sample.batch_size = 256        # at 208 nodes; 1,024 would need 88 GB
     return config

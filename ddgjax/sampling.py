@@ -21,6 +21,7 @@ the graphs do not depend on the batch size; they do depend on the bucket sizes
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, NamedTuple
@@ -445,6 +446,23 @@ def _sampler(run: Run, num_steps, return_chain: bool, sampler_options: dict) -> 
         raise SamplingError(str(e)) from e
 
 
+@contextlib.contextmanager
+def _worded_out_of_memory(batch: int, size: int, batch_size: int, max_nodes: int):
+    """Turn the device's out-of-memory error for a batch of ``batch`` graphs padded to
+    ``size`` nodes into a SamplingError that names the setting to lower."""
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as err:
+        if "RESOURCE_EXHAUSTED" not in str(err):
+            raise
+        first = str(err).strip().splitlines()[0][:200]
+        raise SamplingError(
+            f"a batch of {batch} graphs of {size} nodes ran out of device memory ({first}); "
+            f"lower the batch size (--batch_size, config.sample.batch_size: graphs per batch "
+            f"at the model's {max_nodes} nodes, smaller size buckets take more; now "
+            f"{batch_size})") from None
+
+
 def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at,
                     batch_size: int, return_chain: bool, progress, devices,
                     buckets: bool | None, condition: RequestCondition | None = None) -> dict:
@@ -484,12 +502,13 @@ def _sample_request(run: Run, sampler: Sampler, node_counts: np.ndarray, keys_at
             mask = put_global(node_mask_from_counts(counts, size), sharding)
             cond = (None if vector is None else
                     put_global(np.tile(vector[None], (bsz, 1)), sharding))
-            if b == 0:  # one executable per batch shape
-                exe, dt = sampler_executable(run.model, sampler, params, keys, mask, cond,
-                                             guidance)
-                t_compile += dt
-            t0 = time.time()
-            res = jax.block_until_ready(exe(params, keys, mask, cond, guidance))
+            with _worded_out_of_memory(bsz, size, batch_size, n_max):
+                if b == 0:  # one executable per batch shape
+                    exe, dt = sampler_executable(run.model, sampler, params, keys, mask,
+                                                 cond, guidance)
+                    t_compile += dt
+                t0 = time.time()
+                res = jax.block_until_ready(exe(params, keys, mask, cond, guidance))
             t_run += time.time() - t0
             adj = res[0] if return_chain else res
             out_adj[real, :size, :size] = np.asarray(adj, dtype=np.uint8)[:len(real)]

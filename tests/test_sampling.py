@@ -189,6 +189,33 @@ def test_each_batch_is_sampled_once_and_compiling_is_timed_apart(monkeypatch):
     np.testing.assert_array_equal(first["adj"], fresh["adj"])
 
 
+def test_running_out_of_device_memory_names_the_batch_size(monkeypatch):
+    """The device's RESOURCE_EXHAUSTED (at compile or at run time) becomes a SamplingError
+    naming the batch, the setting to lower and its value; other runtime errors pass."""
+    run = sampling.load_run(str(OLD_RUN))
+    oom = jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to "
+                                     "allocate 88.12GiB\nmore detail")
+
+    def failing_at(stage, error):
+        def executable(*args):
+            if stage == "compile":
+                raise error
+            return (lambda *a: (_ for _ in ()).throw(error)), 0.0
+        return executable
+
+    for stage in ("compile", "run"):
+        monkeypatch.setattr(sampling, "sampler_executable", failing_at(stage, oom))
+        with pytest.raises(sampling.SamplingError,
+                           match=r"a batch of 4 graphs of 20 nodes ran out of device memory "
+                                 r"\(RESOURCE_EXHAUSTED.*88.12GiB\); lower the batch size "
+                                 r"\(--batch_size, config.sample.batch_size.*now 4\)"):
+            sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
+    other = jax.errors.JaxRuntimeError("INTERNAL: something else")
+    monkeypatch.setattr(sampling, "sampler_executable", failing_at("run", other))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
+        sampling.generate(run, 10, seed=0, batch_size=4, num_steps=3)
+
+
 def test_a_run_trained_before_the_restructure_samples_as_it_did(tmp_path):
     """tests/data/run_v0_1: a test-config run trained by ddgjax 0.1.0, with the samples
     that version drew from it. The current code restores it and draws the same graphs."""
