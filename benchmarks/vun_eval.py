@@ -69,7 +69,8 @@ def main() -> None:
     ap.add_argument("--batch_size", type=int, default=0,
                     help="graphs per sampler call (0: all of a seed at once); with size "
                          "buckets, the batch at the largest bucket (smaller ones take more): "
-                         "SBM-L fits 256 on an 80 GB card, not 1,024 (88 GB)")
+                         "1,024 SBM-L graphs at 208 nodes asked 88 GB, more than an 80 GB "
+                         "card; 256 ask about a quarter")
     ap.add_argument("--num_steps", type=int, default=0,
                     help="0: the run's config.sample.num_steps")
     ap.add_argument("--option", action="append", default=[], help="sampler option NAME=VALUE")
