@@ -1,5 +1,5 @@
 """families: one model for two graph families, asked for by label (conditional generation,
-docs/results.md, "Conditional generation").
+docs/conditional.md, "Results").
     ddgjax-train --config families --workdir runs/families
     ddgjax-sample --workdir runs/families --label spectre_sbm --guidance 0.5
 The SPECTRE SBM recipe (PPGN 8x128, size buckets, 64 steps) on SPECTRE Planar-64 and
