@@ -61,6 +61,26 @@ def test_block_counts_skip_nodes_left_out_of_the_fit():
     assert not sbm_blocks_pass(np.array([30.0]), np.array([[0.3 * 30 * 29]]))   # one block
 
 
+def test_failure_breakdown_names_the_first_rule_each_graph_breaks(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "block_counts.py"
+    spec = importlib.util.spec_from_file_location("block_counts", path)
+    block_counts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(block_counts)
+    good, good_b = planted_sbm([30, 30], seed=4)
+    small, small_b = planted_sbm([10, 30], seed=2)                   # a block of 10 nodes
+    dense, dense_b = planted_sbm([30, 30], p_intra=0.6, seed=3)      # Wald test fails
+    one = nx.gnp_random_graph(40, 0.3, seed=1)                       # one block
+    graphs = [good, small, dense, one]
+    fitted = [np.asarray(good_b), np.asarray(small_b), np.asarray(dense_b), np.zeros(40, int)]
+    monkeypatch.setattr(block_counts, "graph_tool_blocks", lambda gs, *a, **k: fitted)
+    row = block_counts.block_count_row(graphs, None, runtime=None, sweeps=100, failures=True)
+    assert row["first_failure"] == {"valid": 1, "blocks": 1, "sizes": 1, "wald": 1}
+    assert row["histogram"] == {1: 1, 2: 3} and "share" not in row
+    assert block_counts.block_count_row(graphs, 2, None, 100)["share"] == 0.75
+
+
 # Verdicts on the first 32 SPECTRE SBM training graphs ("1" = valid), recorded with
 # graph-tool 2.45 (seed 0) and with our fit when the fit was last changed.
 GRAPH_TOOL_VERDICTS = "11101011111011101011111110111011"
