@@ -1,6 +1,6 @@
 """The number of blocks graph-tool's SBM fit finds in sampled graphs, against the number
-asked for (a model conditioned on ``communities``; docs/results.md, "Conditional
-generation").
+asked for (a model conditioned on ``communities``; docs/conditional.md, "Results"), and
+why graphs fail the SBM validity test (docs/results.md, "PolyGraph SBM-L and Lobster-L").
 
     python benchmarks/block_counts.py OUT/communities3_w1.json.gz --want 3 [--sweeps 100]
     python benchmarks/block_counts.py docs/results/samples/sbm_l_seed0.json.gz --failures --first 128
